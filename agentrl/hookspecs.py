@@ -1,0 +1,30 @@
+"""The hooks an agentrl plugin may implement.
+
+Every hook is ``register_x(register)``: the plugin calls ``register(...)`` once per thing it
+provides and returns nothing. Built-ins use these hooks exactly like pip-installed plugins.
+"""
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("agentrl")
+hookimpl = pluggy.HookimplMarker("agentrl")
+
+
+@hookspec
+def register_rewards(register):
+    """Provide reward functions.
+
+    Call ``register(name, grade, description="")`` for each one. ``grade`` is either a callable
+    ``grade(sample, item) -> float | None`` (sync or async) or a path to a Python file defining
+    ``grade``; a file is run in the sandbox like a user's own reward file.
+    """
+
+
+@hookspec
+def register_tool_servers(register):
+    """Provide MCP tool servers by name.
+
+    Call ``register(name, server)`` where ``server`` is one entry of the ``mcpServers`` shape:
+    ``{"command": ..., "args": [...], "env": {...}, "cwd": ...}`` for stdio or
+    ``{"url": ..., "headers": {...}}`` for streamable HTTP.
+    """
