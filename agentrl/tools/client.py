@@ -1,0 +1,267 @@
+"""The one module that imports the MCP SDK: a connection to one server, stdio or streamable HTTP.
+
+A :class:`Connection` runs the SDK client inside a task of its own, so it can be opened by one rollout,
+used concurrently by many, and closed from anywhere (anyio scopes must exit in the task that entered them).
+Failures are sorted here into two kinds the hub acts on:
+
+* :class:`TransportFailure` -- the server could not be reached, died, answered 5xx, or the connection
+  closed. The hub retries these and counts them toward the circuit breaker.
+* anything the server answered (a result with ``isError``, or a JSON-RPC error such as "unknown tool")
+  is a :class:`CallOutcome` the model gets to read.
+
+The rollout id travels in the request ``_meta`` (``agentrl/rollout_id``) to every server, and as the
+``X-Agentrl-Rollout-Id`` header to HTTP servers (read from a context variable, because one HTTP session
+is shared by concurrent rollouts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from agentrl.tools.config import ServerSpec
+
+ROLLOUT_HEADER = "X-Agentrl-Rollout-Id"
+META_KEY = "agentrl/rollout_id"
+CURRENT_ROLLOUT: contextvars.ContextVar[str | None] = contextvars.ContextVar("agentrl_rollout_id", default=None)
+
+# JSON-RPC codes this module invents for HTTP failures, so they reach us through the SDK unmistakably.
+_HTTP_5XX = -32050
+_HTTP_TRANSPORT = -32051
+_CONNECTION_CLOSED = -32000  # the SDK's CONNECTION_CLOSED
+_INFRA_CODES = {_HTTP_5XX: "http_5xx", _HTTP_TRANSPORT: "transport", _CONNECTION_CLOSED: "connection_closed"}
+
+
+class TransportFailure(Exception):
+    """The server could not answer (unreachable, crashed, 5xx, closed). ``kind`` is a metrics label."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as the server lists it."""
+
+    name: str
+    description: str
+    input_schema: dict
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """What the server answered to a tool call, flattened to text."""
+
+    content: str
+    is_error: bool
+
+
+class _RolloutHeaderTransport(httpx2.AsyncBaseTransport):
+    """Adds the rollout header; turns 5xx and connection errors into JSON-RPC errors the SDK passes on."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+        self._inner = inner
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        rollout = CURRENT_ROLLOUT.get()
+        if rollout is not None:
+            request.headers[ROLLOUT_HEADER] = rollout
+        request_id = _jsonrpc_id(request) if request.method == "POST" else None
+        try:
+            response = await self._inner.handle_async_request(request)
+        except httpx2.TransportError as exc:
+            if request_id is None:
+                raise
+            return _error_response(request, request_id, _HTTP_TRANSPORT, f"{type(exc).__name__}: {exc}")
+        if response.status_code >= 500 and request_id is not None:
+            await response.aclose()
+            return _error_response(request, request_id, _HTTP_5XX, f"HTTP {response.status_code} from {request.url}")
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _jsonrpc_id(request: httpx2.Request) -> Any:
+    try:
+        body = json.loads(request.content or b"null")
+    except (ValueError, httpx2.RequestNotRead):
+        return None
+    return body.get("id") if isinstance(body, dict) else None
+
+
+def _error_response(request: httpx2.Request, request_id: Any, code: int, message: str) -> httpx2.Response:
+    body = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+    return httpx2.Response(502, json=body, request=request)
+
+
+def _transport(spec: ServerSpec, rollout_id: str | None, errlog) -> Any:
+    if spec.transport == "stdio":
+        env = dict(spec.env) or None
+        params = StdioServerParameters(command=spec.command, args=list(spec.args), env=env, cwd=spec.cwd)
+        return stdio_client(params, errlog=errlog)
+    headers = dict(spec.headers)
+    if rollout_id is not None:
+        headers[ROLLOUT_HEADER] = rollout_id
+    http = httpx2.AsyncClient(
+        headers=headers,
+        timeout=httpx2.Timeout(spec.connect_timeout, read=max(spec.timeout, 1.0) + 5.0),
+        transport=_RolloutHeaderTransport(httpx2.AsyncHTTPTransport(limits=httpx2.Limits(max_connections=spec.max_concurrency))),
+    )
+    return _owned_http(spec.url, http)
+
+
+class _owned_http:
+    """streamable_http_client over our httpx2 client, closing that client afterwards."""
+
+    def __init__(self, url: str, http: httpx2.AsyncClient) -> None:
+        self._cm = streamable_http_client(url, http_client=http)
+        self._http = http
+
+    async def __aenter__(self):
+        await self._http.__aenter__()
+        try:
+            return await self._cm.__aenter__()
+        except BaseException:
+            await self._http.__aexit__(None, None, None)
+            raise
+
+    async def __aexit__(self, *exc):
+        try:
+            return await self._cm.__aexit__(*exc)
+        finally:
+            await self._http.__aexit__(None, None, None)
+
+
+def classify(exc: BaseException) -> TransportFailure | None:
+    """A TransportFailure for infrastructure errors; None for an answer the model should see."""
+    if isinstance(exc, TransportFailure):
+        return exc
+    if isinstance(exc, MCPError):
+        kind = _INFRA_CODES.get(exc.code)
+        return TransportFailure(kind, str(exc)) if kind else None
+    if isinstance(exc, (OSError, EOFError, httpx2.TransportError, asyncio.IncompleteReadError)):
+        return TransportFailure("transport", f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, BaseExceptionGroup):
+        inner = [classify(e) for e in exc.exceptions]
+        return next((i for i in inner if i), TransportFailure("transport", str(exc)))
+    return None
+
+
+def _flatten(result: Any) -> str:
+    parts = []
+    for block in result.content or []:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            parts.append(block.text)
+        elif kind == "resource" and hasattr(block.resource, "text"):
+            parts.append(block.resource.text)
+        elif kind == "resource_link":
+            parts.append(f"[resource {block.uri}]")
+        else:
+            parts.append(f"[{kind} {getattr(block, 'mime_type', '') or ''}]".replace(" ]", "]"))
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content))
+    return "\n".join(parts)
+
+
+class Connection:
+    """One MCP session to one server, run by a task of its own. Open with :meth:`start`, end with :meth:`close`."""
+
+    def __init__(self, spec: ServerSpec, rollout_id: str | None = None) -> None:
+        self.spec = spec
+        self.rollout_id = rollout_id
+        self._client: Client | None = None
+        self._task: asyncio.Task | None = None
+        self._stop = asyncio.Event()
+        self._ready: asyncio.Future = asyncio.get_running_loop().create_future()
+
+    @property
+    def alive(self) -> bool:
+        return self._task is not None and not self._task.done() and self._client is not None
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=f"agentrl-mcp-{self.spec.name}")
+        try:
+            await asyncio.wait_for(asyncio.shield(self._ready), self.spec.connect_timeout)
+        except asyncio.TimeoutError:
+            await self.close()
+            raise TransportFailure("connect_timeout", f"no MCP handshake within {self.spec.connect_timeout}s") from None
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _run(self) -> None:
+        errlog = open(os.devnull, "w")  # noqa: SIM115 - server chatter would flood training logs
+        try:
+            async with Client(_transport(self.spec, self.rollout_id, errlog), cache=None) as client:
+                self._client = client
+                self._ready.set_result(None)
+                await self._stop.wait()
+        except BaseException as exc:  # handed to start(), or ends a live connection (a crash)
+            if not self._ready.done():
+                failure = classify(exc) or TransportFailure("connect", f"{type(exc).__name__}: {exc}")
+                self._ready.set_exception(failure)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        finally:
+            self._client = None
+            errlog.close()
+
+    async def close(self) -> None:
+        """End the session (kills a stdio server). Safe to call twice, and while cancelled."""
+        self._stop.set()
+        task = self._task
+        if task is None or task.done():
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(task), 10.0)
+        except (asyncio.TimeoutError, asyncio.CancelledError):
+            task.cancel()
+            raise
+        except Exception:
+            pass
+
+    def _live(self) -> Client:
+        if not self.alive:
+            raise TransportFailure("connection_closed", "the server connection is closed (the server may have exited)")
+        return self._client
+
+    async def list_tools(self) -> list[ToolSpec]:
+        tools, cursor = [], None
+        try:
+            while True:
+                page = await self._live().list_tools(cursor=cursor)
+                tools += [ToolSpec(t.name, t.description or "", dict(t.input_schema or {})) for t in page.tools]
+                cursor = page.next_cursor
+                if not cursor:
+                    return tools
+        except Exception as exc:
+            raise (classify(exc) or TransportFailure("list_tools", f"{type(exc).__name__}: {exc}")) from exc
+
+    async def call_tool(self, name: str, arguments: dict, rollout_id: str | None) -> CallOutcome:
+        meta = {META_KEY: rollout_id} if rollout_id is not None else None
+        token = CURRENT_ROLLOUT.set(rollout_id)
+        try:
+            result = await self._live().call_tool(name, arguments, meta=meta)
+        except Exception as exc:
+            failure = classify(exc)
+            if failure is not None:
+                raise failure from exc
+            if isinstance(exc, MCPError):  # a protocol-level answer, e.g. unknown tool or invalid params
+                return CallOutcome(f"Error: {exc}", True)
+            raise TransportFailure("client", f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            CURRENT_ROLLOUT.reset(token)
+        return CallOutcome(_flatten(result), bool(result.is_error))

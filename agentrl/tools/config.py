@@ -1,0 +1,182 @@
+"""Declaring tool servers: the ``mcpServers`` shape MCP clients already use.
+
+    {"mcpServers": {
+        "calc":   {"command": "python", "args": ["-m", "agentrl_calculator"], "env": {...}, "cwd": "..."},
+        "search": {"url": "https://tools.example/mcp", "headers": {"Authorization": "Bearer ${SEARCH_TOKEN}"}},
+        "calculator": "calculator"          # a name registered by a pip-installed plugin
+    }}
+
+Per-server options beside the connection keys: ``tools`` (allow-list of tool names), ``max_concurrency``,
+``timeout`` (seconds per call), ``retries`` (on transport errors and 5xx), ``stateful`` (one MCP session
+per rollout instead of one shared session), ``circuit_failures`` / ``circuit_reset`` (the breaker).
+``${VAR}`` in ``url``, ``headers``, ``env``, ``args`` and ``cwd`` is replaced from the environment, so a
+token never has to be written into the file. This module does not import the MCP SDK.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from agentrl import plugins
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_CONNECTION_KEYS = {"command", "args", "env", "cwd", "url", "headers", "type", "transport"}
+_OPTION_KEYS = {"tools", "max_concurrency", "timeout", "retries", "stateful", "circuit_failures", "circuit_reset",
+                "connect_timeout", "description", "disabled"}
+
+
+class ToolConfigError(ValueError):
+    """A tool server declaration is wrong; the message names the server, the key and the fix."""
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """One tool server, validated and with ``${VAR}`` expanded."""
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    tools: tuple[str, ...] | None = None  # allow-list; None = every tool the server lists
+    max_concurrency: int = 32
+    timeout: float = 60.0
+    connect_timeout: float = 30.0
+    retries: int = 3
+    stateful: bool = False
+    circuit_failures: int = 5
+    circuit_reset: float = 30.0
+
+    @property
+    def transport(self) -> str:
+        return "stdio" if self.command else "http"
+
+
+def _expand(value: str, server: str, key: str) -> str:
+    def sub(m: re.Match) -> str:
+        var = m.group(1)
+        if var not in os.environ:
+            raise ToolConfigError(
+                f"tool server {server!r}: {key} uses ${{{var}}} but the environment variable {var} is not set. "
+                f"Export it before starting (e.g. `export {var}=...`) or write the value in the config."
+            )
+        return os.environ[var]
+
+    return _VAR.sub(sub, value)
+
+
+def _str_map(raw: Any, server: str, key: str) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ToolConfigError(f"tool server {server!r}: {key} must be an object of strings, got {type(raw).__name__}")
+    return {str(k): _expand(str(v), server, f"{key}.{k}") for k, v in raw.items()}
+
+
+def _number(raw: dict, key: str, default: float, server: str, *, integer: bool, minimum: float) -> Any:
+    value = raw.get(key, default)
+    ok = isinstance(value, int) if integer else isinstance(value, (int, float))
+    if isinstance(value, bool) or not ok or value < minimum:
+        kind = "an integer" if integer else "a number"
+        raise ToolConfigError(f"tool server {server!r}: {key} must be {kind} >= {minimum}, got {value!r}")
+    return value
+
+
+def parse_server(name: str, raw: Any, *, pm=None) -> ServerSpec:
+    """Validate one ``mcpServers`` entry. A string (or ``{"plugin": name}``) names a plugin-registered server."""
+    if isinstance(raw, str) or (isinstance(raw, dict) and "plugin" in raw):
+        plugin_name = raw if isinstance(raw, str) else raw["plugin"]
+        registered = plugins.tool_servers(pm)
+        if plugin_name not in registered:
+            raise plugins.unknown_name_error("tool server", plugin_name, list(registered), f"mcpServers.{name}")
+        base = dict(registered[plugin_name].value)
+        if isinstance(raw, dict):  # options given beside "plugin" override the plugin's
+            base.update({k: v for k, v in raw.items() if k != "plugin"})
+        raw = base
+    if not isinstance(raw, dict):
+        raise ToolConfigError(
+            f"tool server {name!r}: expected an object with `command` (stdio) or `url` (streamable HTTP), "
+            f"or a string naming a plugin-registered server; got {type(raw).__name__}"
+        )
+    unknown = set(raw) - _CONNECTION_KEYS - _OPTION_KEYS
+    if unknown:
+        raise ToolConfigError(
+            f"tool server {name!r}: unknown key(s) {sorted(unknown)}. "
+            f"Known keys: {sorted(_CONNECTION_KEYS | _OPTION_KEYS)}"
+        )
+    has_cmd, has_url = bool(raw.get("command")), bool(raw.get("url"))
+    if has_cmd == has_url:
+        raise ToolConfigError(
+            f"tool server {name!r}: give exactly one of `command` (a stdio server, e.g. "
+            f'{{"command": "python", "args": ["-m", "my_server"]}}) or `url` (streamable HTTP, e.g. '
+            f'{{"url": "http://127.0.0.1:8000/mcp"}}); it has {"both" if has_cmd else "neither"}'
+        )
+    args = raw.get("args", [])
+    if not isinstance(args, list) or not all(isinstance(a, (str, int, float)) for a in args):
+        raise ToolConfigError(f"tool server {name!r}: args must be a list of strings, got {args!r}")
+    tools = raw.get("tools")
+    if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, str) for t in tools)):
+        raise ToolConfigError(f"tool server {name!r}: tools must be a list of tool names, got {tools!r}")
+    url = _expand(str(raw["url"]), name, "url") if has_url else None
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise ToolConfigError(f"tool server {name!r}: url must start with http:// or https://, got {url!r}")
+    return ServerSpec(
+        name=name,
+        command=_expand(str(raw["command"]), name, "command") if has_cmd else None,
+        args=tuple(_expand(str(a), name, f"args[{i}]") for i, a in enumerate(args)),
+        env=_str_map(raw.get("env"), name, "env"),
+        cwd=_expand(str(raw["cwd"]), name, "cwd") if raw.get("cwd") else None,
+        url=url,
+        headers=_str_map(raw.get("headers"), name, "headers"),
+        tools=tuple(tools) if tools is not None else None,
+        max_concurrency=_number(raw, "max_concurrency", 32, name, integer=True, minimum=1),
+        timeout=float(_number(raw, "timeout", 60.0, name, integer=False, minimum=0.001)),
+        connect_timeout=float(_number(raw, "connect_timeout", 30.0, name, integer=False, minimum=0.001)),
+        retries=_number(raw, "retries", 3, name, integer=True, minimum=0),
+        stateful=bool(raw.get("stateful", False)),
+        circuit_failures=_number(raw, "circuit_failures", 5, name, integer=True, minimum=1),
+        circuit_reset=float(_number(raw, "circuit_reset", 30.0, name, integer=False, minimum=0.0)),
+    )
+
+
+def parse_servers_config(servers: Any, *, allow: dict[str, list[str]] | None = None, pm=None) -> dict[str, ServerSpec]:
+    """Accept ``{"name": entry}``, ``{"mcpServers": {...}}``, a list of plugin names, or a path to a JSON file.
+
+    ``allow`` maps a server name to the tools it may expose (narrowing any ``tools`` list in the entry).
+    """
+    source = "the tool server config"
+    if isinstance(servers, (str, Path)):
+        path = Path(servers)
+        if not path.is_file():
+            raise ToolConfigError(f"tool server config file {str(path)!r} does not exist")
+        try:
+            servers = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise ToolConfigError(f"tool server config file {str(path)!r} is not valid JSON: {exc}") from None
+        source = str(path)
+    if isinstance(servers, list):  # ["calculator", ...]: plugin names
+        servers = {n: n for n in servers}
+    if isinstance(servers, dict) and "mcpServers" in servers:
+        servers = servers["mcpServers"]
+    if not isinstance(servers, dict):
+        raise ToolConfigError(f"{source}: expected an object of servers (the mcpServers shape), got {type(servers).__name__}")
+    specs = {}
+    for name, raw in servers.items():
+        if isinstance(raw, dict) and raw.get("disabled"):
+            continue
+        if not isinstance(name, str) or not name or "." in name:
+            raise ToolConfigError(f"{source}: server name {name!r} must be a non-empty string without '.'")
+        specs[name] = parse_server(name, raw, pm=pm)
+    for name, tools in (allow or {}).items():
+        if name not in specs:
+            raise plugins.unknown_name_error("tool server", name, list(specs), "allow")
+        narrowed = tuple(t for t in tools if specs[name].tools is None or t in specs[name].tools)
+        specs[name] = replace(specs[name], tools=narrowed)
+    return specs

@@ -1,0 +1,241 @@
+"""ToolHub: every tool call of every rollout in this process goes through here.
+
+    hub = ToolHub.from_config({"calc": {"command": "python", "args": ["-m", "agentrl_calculator"]}})
+    async with hub.rollout("r-1") as session:
+        schemas = await session.tool_schemas()
+        results = await session.call_many([ToolCall("c0", "add", {"a": 1, "b": 2})])
+    await hub.aclose()
+
+Two outcomes only. A tool error (bad arguments, an ``isError`` result, an unknown tool, arguments that are
+not a JSON object) is a :class:`ToolResult` with ``is_error=True`` and text the model can learn from. A
+failure of the infrastructure (unreachable, crashed and not back, 5xx after retries, timeout, circuit open)
+raises :class:`ToolInfraError`: the rollout cannot be scored, and must never be scored 0.
+
+One shared MCP session per server serves all rollouts; a server declared ``"stateful": true`` gets one
+session per rollout instead, closed when the rollout ends however it ends. A hub belongs to the event
+loop that first uses it and keeps no state outside itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any, AsyncIterator
+
+from agentrl.tools.client import CallOutcome, Connection, ToolSpec, TransportFailure
+from agentrl.tools.config import ServerSpec, parse_servers_config
+from agentrl.tools.traffic import CircuitBreaker, ServerStats, backoff
+
+DEFAULT_MAX_RESULT_CHARS = 16_000
+
+
+@dataclass
+class ToolCall:
+    """A tool call the model made. ``arguments`` should be a dict; a JSON string is parsed."""
+
+    id: str
+    name: str
+    arguments: Any = field(default_factory=dict)
+
+
+@dataclass
+class ToolResult:
+    id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class ToolInfraError(Exception):
+    """A tool server failed (not the tool): the rollout is unscorable. ``kind`` is the metrics label."""
+
+    def __init__(self, server: str, cause: BaseException | str, kind: str | None = None) -> None:
+        self.server = server
+        self.cause = cause
+        self.kind = kind or getattr(cause, "kind", None) or "infra"
+        super().__init__(f"tool server {server!r} failed ({self.kind}): {cause}")
+
+
+def truncate(text: str, limit: int) -> str:
+    """Cut ``text`` to ``limit`` characters plus a visible marker saying how much was dropped."""
+    if limit is None or len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[... truncated {len(text) - limit} chars]"
+
+
+class _Server:
+    """Runtime state of one server inside one hub."""
+
+    def __init__(self, spec: ServerSpec) -> None:
+        self.spec = spec
+        self.breaker = CircuitBreaker(spec.circuit_failures, spec.circuit_reset)
+        self.stats = ServerStats()
+        self.sem = asyncio.Semaphore(spec.max_concurrency)
+        self.lock = asyncio.Lock()
+        self.shared: Connection | None = None
+        self.tools: list[ToolSpec] | None = None
+
+
+class ToolHub:
+    def __init__(self, specs: dict[str, ServerSpec], *, max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS) -> None:
+        self.specs = dict(specs)
+        self.max_result_chars = max_result_chars
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._servers: dict[str, _Server] = {}
+        self._catalog: dict[str, tuple[str, ToolSpec]] | None = None
+        self._catalog_lock: asyncio.Lock | None = None
+        self._sessions: set[RolloutSession] = set()
+
+    @classmethod
+    def from_config(cls, servers: Any, *, allow: dict[str, list[str]] | None = None, max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS, pm=None) -> "ToolHub":
+        """``servers``: the mcpServers dict (or ``{"mcpServers": ...}``, a JSON file path, plugin names)."""
+        return cls(parse_servers_config(servers, allow=allow, pm=pm), max_result_chars=max_result_chars)
+
+    # -- plumbing -------------------------------------------------------------------------------
+    def _bind(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+            self._servers = {name: _Server(spec) for name, spec in self.specs.items()}
+            self._catalog_lock = asyncio.Lock()
+        elif self._loop is not loop:
+            raise RuntimeError("this ToolHub belongs to another event loop; create one ToolHub per event loop")
+
+    def _server(self, name: str) -> _Server:
+        self._bind()
+        return self._servers[name]
+
+    async def _shared(self, srv: _Server) -> Connection:
+        async with srv.lock:
+            if srv.shared is None or not srv.shared.alive:
+                if srv.shared is not None:
+                    srv.stats.restarts += 1
+                    await srv.shared.close()
+                conn = Connection(srv.spec)
+                await conn.start()
+                srv.shared = conn
+            return srv.shared
+
+    async def _discard_shared(self, srv: _Server, conn: Connection) -> None:
+        async with srv.lock:
+            if srv.shared is conn:
+                srv.shared = None
+                srv.stats.restarts += 1
+        await conn.close()
+
+    async def server_tools(self, name: str) -> list[ToolSpec]:
+        """The tools ``name`` lists, after its allow-list (cached for the hub's life)."""
+        srv = self._server(name)
+        if srv.tools is None:
+            try:
+                if srv.spec.stateful:  # list through a throwaway session, not a rollout's
+                    conn = Connection(srv.spec)
+                    await conn.start()
+                    try:
+                        tools = await asyncio.wait_for(conn.list_tools(), srv.spec.timeout)
+                    finally:
+                        await conn.close()
+                else:
+                    conn = await self._shared(srv)
+                    tools = await asyncio.wait_for(conn.list_tools(), srv.spec.timeout)
+            except asyncio.TimeoutError:
+                raise ToolInfraError(name, f"tools/list took longer than {srv.spec.timeout}s", "timeout") from None
+            except TransportFailure as exc:
+                raise ToolInfraError(name, exc) from exc
+            allow = srv.spec.tools
+            srv.tools = [t for t in tools if allow is None or t.name in allow]
+        return srv.tools
+
+    async def catalog(self) -> dict[str, tuple[str, ToolSpec]]:
+        """Exposed tool name -> (server, tool). Names are prefixed ``server.tool`` only where two servers clash."""
+        self._bind()
+        async with self._catalog_lock:
+            if self._catalog is None:
+                listed = {name: await self.server_tools(name) for name in self.specs}
+                counts: dict[str, int] = {}
+                for tools in listed.values():
+                    for t in tools:
+                        counts[t.name] = counts.get(t.name, 0) + 1
+                self._catalog = {
+                    (t.name if counts[t.name] == 1 else f"{server}.{t.name}"): (server, t)
+                    for server, tools in listed.items() for t in tools
+                }
+            return self._catalog
+
+    async def invoke(self, server: str, tool: str, arguments: dict, rollout_id: str | None, session: "RolloutSession | None" = None) -> CallOutcome:
+        """Call one tool with the server's concurrency cap, timeout, retries and circuit breaker."""
+        srv = self._server(server)
+        spec, attempt = srv.spec, 0
+        while True:
+            if not srv.breaker.allow():
+                srv.stats.record(0.0, "circuit_open")
+                raise ToolInfraError(server, f"circuit open after {srv.breaker.consecutive} consecutive failures; "
+                                     f"failing fast for {srv.breaker.retry_after():.1f}s more", "circuit_open")
+            conn = None
+            async with srv.sem:
+                start = time.perf_counter()
+                try:
+                    conn = await (session._connection(srv) if spec.stateful and session else self._shared(srv))
+                    outcome = await asyncio.wait_for(conn.call_tool(tool, arguments, rollout_id), spec.timeout)
+                except asyncio.TimeoutError:
+                    srv.breaker.failure()
+                    srv.stats.record(time.perf_counter() - start, "timeout")
+                    raise ToolInfraError(server, f"no answer from {tool!r} within {spec.timeout}s", "timeout") from None
+                except TransportFailure as failure:
+                    srv.breaker.failure()
+                    srv.stats.record(time.perf_counter() - start, failure.kind)
+                    if conn is not None:
+                        if spec.stateful and session:
+                            await session._discard(server, conn)
+                        else:
+                            await self._discard_shared(srv, conn)
+                    if attempt >= spec.retries:
+                        raise ToolInfraError(server, failure) from failure
+                    attempt += 1
+                    srv.stats.retries += 1
+                else:
+                    srv.breaker.success()
+                    srv.stats.record(time.perf_counter() - start, "tool_error" if outcome.is_error else "ok")
+                    return outcome
+            await asyncio.sleep(backoff(attempt))
+
+    @asynccontextmanager
+    async def rollout(self, rollout_id: str, allowed_tools: list[str] | None = None) -> AsyncIterator["RolloutSession"]:
+        """A session for one rollout; its per-rollout MCP sessions close on exit, cancellation included."""
+        self._bind()
+        session = RolloutSession(self, rollout_id, allowed_tools)
+        self._sessions.add(session)
+        try:
+            yield session
+        finally:
+            self._sessions.discard(session)
+            await session.aclose()
+
+    def metrics(self) -> dict:
+        """Per server: calls, ok, errors by kind, retries, restarts, latency p50/p99 (ms), circuit state."""
+        return {name: (srv.stats.snapshot(srv.breaker)) for name, srv in self._servers.items()} or {
+            name: ServerStats().snapshot() for name in self.specs
+        }
+
+    async def aclose(self) -> None:
+        for session in list(self._sessions):
+            await session.aclose()
+        for srv in self._servers.values():
+            if srv.shared is not None:
+                conn, srv.shared = srv.shared, None
+                await conn.close()
+
+    async def __aenter__(self) -> "ToolHub":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+
+from agentrl.tools.session import RolloutSession  # noqa: E402  (session.py imports names defined above)

@@ -1,0 +1,128 @@
+"""RolloutSession: the tools one rollout sees, and its own MCP sessions to stateful servers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING, Any
+
+from agentrl.tools.client import Connection
+from agentrl.tools.hub import ToolCall, ToolInfraError, ToolResult, truncate
+
+if TYPE_CHECKING:
+    from agentrl.tools.hub import ToolHub, _Server
+
+
+def _allowed(exposed: str, server: str, tool: str, allowed: list[str] | None) -> bool:
+    if allowed is None:
+        return True
+    return any(a in (exposed, tool, f"{server}.{tool}", f"{server}.*", server) for a in allowed)
+
+
+def _arguments(raw: Any) -> tuple[dict | None, str]:
+    """The call's arguments as a dict, or None and the reason the model should read."""
+    if raw is None or raw == "":
+        return {}, ""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            return None, f"the arguments are not valid JSON ({exc.msg} at position {exc.pos})"
+    if not isinstance(raw, dict):
+        return None, f"the arguments must be a JSON object such as {{\"a\": 1}}, got a JSON {type(raw).__name__}"
+    return raw, ""
+
+
+class RolloutSession:
+    def __init__(self, hub: "ToolHub", rollout_id: str, allowed_tools: list[str] | None = None) -> None:
+        self.hub = hub
+        self.rollout_id = rollout_id
+        self.allowed_tools = None if allowed_tools is None else list(allowed_tools)
+        self._connections: dict[str, Connection] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._closed = False
+
+    async def tools(self) -> dict[str, tuple[str, Any]]:
+        """Exposed name -> (server, ToolSpec), after the rollout's own restriction."""
+        catalog = await self.hub.catalog()
+        return {n: st for n, st in catalog.items() if _allowed(n, st[0], st[1].name, self.allowed_tools)}
+
+    async def tool_schemas(self) -> list[dict]:
+        """OpenAI-style function schemas for the chat template."""
+        return [
+            {"type": "function", "function": {
+                "name": name,
+                "description": spec.description,
+                "parameters": spec.input_schema or {"type": "object", "properties": {}},
+            }}
+            for name, (_, spec) in (await self.tools()).items()
+        ]
+
+    async def _resolve(self, name: str) -> tuple[str, str] | None:
+        tools = await self.tools()
+        if name in tools:
+            return tools[name][0], tools[name][1].name
+        server, _, tool = name.partition(".")
+        for exposed, (srv, spec) in tools.items():  # "server.tool" always works, clash or not
+            if srv == server and spec.name == tool:
+                return srv, tool
+        return None
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        """One call. Tool errors come back as ``is_error`` results; infrastructure failures raise ToolInfraError."""
+        if self._closed:
+            raise RuntimeError(f"rollout {self.rollout_id!r} has ended; its tool session is closed")
+        name = call.name if isinstance(call.name, str) else ""
+        target = await self._resolve(name) if name else None
+        if target is None:
+            known = sorted(await self.tools())
+            shown = ", ".join(known[:30]) + (" ..." if len(known) > 30 else "")
+            return ToolResult(call.id, str(call.name), f"Error: unknown tool {call.name!r}. Available tools: {shown or '(none)'}", True)
+        arguments, problem = _arguments(call.arguments)
+        if arguments is None:
+            return ToolResult(call.id, name, f"Error: cannot call {name!r}: {problem}.", True)
+        outcome = await self.hub.invoke(target[0], target[1], arguments, self.rollout_id, self)
+        return ToolResult(call.id, name, truncate(outcome.content, self.hub.max_result_chars), outcome.is_error)
+
+    async def call_many(self, calls: list[ToolCall]) -> list[ToolResult]:
+        """Run calls concurrently; results in call order. Raises the first ToolInfraError once all have ended."""
+        outcomes = await asyncio.gather(*(self.call(c) for c in calls), return_exceptions=True)
+        for o in outcomes:
+            if isinstance(o, BaseException):
+                raise o
+        return list(outcomes)
+
+    # -- per-rollout connections (stateful servers) --------------------------------------------
+    async def _connection(self, srv: "_Server") -> Connection:
+        name = srv.spec.name
+        lock = self._locks.setdefault(name, asyncio.Lock())
+        async with lock:
+            if self._closed:
+                raise ToolInfraError(name, "the rollout ended while a call was starting", "closed")
+            conn = self._connections.get(name)
+            if conn is None or not conn.alive:
+                if conn is not None:
+                    srv.stats.restarts += 1
+                    await conn.close()
+                conn = Connection(srv.spec, rollout_id=self.rollout_id)
+                await conn.start()
+                self._connections[name] = conn
+            return conn
+
+    async def _discard(self, name: str, conn: Connection) -> None:
+        if self._connections.get(name) is conn:
+            del self._connections[name]
+        await conn.close()
+
+    async def aclose(self) -> None:
+        """Close this rollout's MCP sessions (stdio servers are stopped)."""
+        self._closed = True
+        conns, self._connections = list(self._connections.values()), {}
+        cancelled = None
+        for conn in conns:
+            try:
+                await conn.close()
+            except asyncio.CancelledError as exc:  # close the rest first, then let the cancellation through
+                cancelled = exc
+        if cancelled is not None:
+            raise cancelled

@@ -1,0 +1,3 @@
+from agentrl_calculator.server import main
+
+main()
