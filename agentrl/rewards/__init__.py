@@ -1,0 +1,51 @@
+"""Rewards: the ``grade(sample, item) -> float | None`` contract, presets, and weighted sets.
+
+    from agentrl.rewards import load_reward, RewardSet
+
+    math = load_reward("math")                       # a preset or plugin name
+    mine = load_reward("reward.py")                  # your file, run in the sandbox
+    math({"final_answer": "\\\\boxed{7}"}, {"metadata": {"expected_answer": "7"}})   # -> 1.0
+
+    rewards = RewardSet.from_config([
+        {"name": "math", "weight": 1.0},
+        {"name": "llm_judge", "weight": 0.5, "model": "openai/gpt-4o-mini", "env": ["OPENAI_API_KEY"]},
+        {"name": "tool_use", "weight": 0},           # weight 0: logged, not trained on
+    ])
+    result = rewards.score(sample, item)             # ScoreResult(score, components, unscorable, ...)
+
+``None`` from a reward means "does not apply" and is left out. ``Unscorable`` (raised, or reported in
+``ScoreResult.unscorable``) means "could not score" and is never a 0.
+"""
+
+from __future__ import annotations
+
+from agentrl.rewards.errors import Unscorable
+from agentrl.rewards.loading import Reward, RewardConfigError, load_reward
+from agentrl.rewards.rewardset import RewardSet, ScoreResult
+
+PRESETS = ("math", "coding", "llm_judge", "tool_use", "custom")
+
+# Modules a preset file (and so a file written by `agentrl reward new`) imports, directly or through the
+# agentrl.rewards helpers, when it runs in the sandbox. The sandbox allow-list must admit these.
+SANDBOX_IMPORTS = (
+    "re", "json", "math", "fractions", "os",  # os: only for os.environ, filled with the declared ENV
+    "agentrl.rewards", "agentrl.rewards.errors", "agentrl.rewards.mathcheck", "agentrl.rewards.mathextract",
+    "agentrl.rewards.mathnorm", "agentrl.rewards.codecheck", "agentrl.rewards.toolcheck", "agentrl.rewards.judge",
+    "sympy", "math_verify",  # the symbolic math check (run in a child process by mathcheck)
+    "litellm",  # llm_judge / tool_use with a judge; such files also set NETWORK = True
+)
+
+
+def preset_source(name: str) -> str:
+    """The text of a preset file, for ``agentrl reward new --preset NAME > reward.py``."""
+    from agentrl.rewards.builtin import preset_path
+
+    if name not in PRESETS:
+        from agentrl.plugins import unknown_name_error
+
+        raise unknown_name_error("preset", name, list(PRESETS))
+    return preset_path(name).read_text()
+
+
+__all__ = ["load_reward", "RewardSet", "ScoreResult", "Unscorable", "Reward", "RewardConfigError",
+           "preset_source", "PRESETS", "SANDBOX_IMPORTS"]

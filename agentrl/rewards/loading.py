@@ -1,0 +1,265 @@
+"""``load_reward(spec)``: a preset name, a plugin-registered name, or a path to a ``grade`` file.
+
+What comes back is a ``Reward``: call it as ``reward(sample, item)`` (or ``await reward.acall(...)``)
+with plain dicts or Records. It enforces the timeout, turns exceptions and invalid values into
+``Unscorable`` with a cause, and hands the reward only the environment variables it declared.
+
+Trust: built-in presets and pip-installed plugins run in this process. A user's file (a path, or a
+plugin that registered a path, like the ``custom`` preset) runs in ``agentrl.sandbox``.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import hashlib
+import inspect
+import math
+import numbers
+import os
+import threading
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+from agentrl.rewards.errors import Unscorable
+from agentrl.trajectory import as_item, as_sample, unwrap
+
+DEFAULT_TIMEOUT = 30.0
+MAX_ABS = 1e6
+# Options load_reward itself uses; every other option goes to grade() as a keyword argument.
+LOADER_OPTIONS = ("env", "network", "timeout", "memory_mb", "read_paths")
+
+
+class RewardConfigError(ValueError):
+    """A reward spec or its options are wrong; raised when the reward is loaded, not when it runs."""
+
+
+def check_value(name: str, value: Any) -> float | None:
+    """``None`` passes (not applicable); a finite real in [-1e6, 1e6] becomes a float; else Unscorable."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise Unscorable(f"{name}: returned {type(value).__name__} {str(value)[:40]!r}; grade() must return a float or None")
+    value = float(value)
+    if math.isnan(value) or math.isinf(value) or abs(value) > MAX_ABS:
+        raise Unscorable(f"{name}: returned {value!r}; must be finite and within [-{MAX_ABS:g}, {MAX_ABS:g}]")
+    return value
+
+
+def _where(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    return f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+
+
+def _run_in_thread(fn: Callable[[], Any], timeout: float, name: str) -> Any:
+    """Run ``fn`` in a daemon thread and wait at most ``timeout`` s. Works off the main thread."""
+    box: dict = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # carried to the caller
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name=f"reward-{name}", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise Unscorable(f"{name}: timeout after {timeout:g}s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+class Reward:
+    """A loaded reward: ``reward(sample, item) -> float | None``; raises ``Unscorable``."""
+
+    def __init__(self, name: str, fn: Callable, *, options: dict | None = None, env: dict | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, origin: str = "", version: str = "", sandboxed: bool = False):
+        self.name, self.fn, self.options = name, fn, dict(options or {})
+        self.env, self.timeout, self.origin, self.version, self.sandboxed = dict(env or {}), timeout, origin, version, sandboxed
+        self.is_async = inspect.iscoroutinefunction(fn)
+
+    def __repr__(self) -> str:
+        return f"<Reward {self.name!r} from {self.origin} version {self.version}>"
+
+    def _args(self, sample: Any, item: Any) -> tuple:
+        return as_sample(sample), as_item(item)
+
+    def _fail(self, exc: BaseException) -> Unscorable:
+        if isinstance(exc, Unscorable):
+            cause = exc.cause if exc.cause.startswith(f"{self.name}:") else f"{self.name}: {exc.cause}"
+            return Unscorable(cause)
+        return Unscorable(f"{self.name}: {type(exc).__name__}: {str(exc)[:300]}{_where(exc)}")
+
+    def __call__(self, sample: Any, item: Any) -> float | None:
+        s, i = self._args(sample, item)
+        try:
+            if self.is_async:
+                value = _run_in_thread(lambda: asyncio.run(self.fn(s, i, **self.options)), self.timeout, self.name)
+            else:
+                value = _run_in_thread(lambda: self.fn(s, i, **self.options), self.timeout, self.name)
+        except Exception as exc:
+            raise self._fail(exc) from exc
+        return check_value(self.name, value)
+
+    async def acall(self, sample: Any, item: Any) -> float | None:
+        s, i = self._args(sample, item)
+        try:
+            if self.is_async:
+                value = await asyncio.wait_for(self.fn(s, i, **self.options), self.timeout)
+            else:
+                value = await _in_thread_async(lambda: self.fn(s, i, **self.options), self.timeout, self.name)
+        except asyncio.TimeoutError as exc:
+            raise Unscorable(f"{self.name}: timeout after {self.timeout:g}s") from exc
+        except Exception as exc:
+            raise self._fail(exc) from exc
+        return check_value(self.name, value)
+
+
+async def _in_thread_async(fn: Callable[[], Any], timeout: float, name: str) -> Any:
+    """Like ``_run_in_thread`` without blocking the event loop; a stuck thread is abandoned, not awaited."""
+    loop = asyncio.get_running_loop()
+    fut = loop.create_future()
+
+    def done(ok: bool, value: Any) -> None:
+        if not fut.done():
+            fut.set_result(value) if ok else fut.set_exception(value)
+
+    def target() -> None:
+        try:
+            value, ok = fn(), True
+        except BaseException as exc:
+            value, ok = exc, False
+        try:
+            loop.call_soon_threadsafe(done, ok, value)
+        except RuntimeError:  # loop closed after a timeout
+            pass
+
+    threading.Thread(target=target, name=f"reward-{name}", daemon=True).start()
+    try:
+        return await asyncio.wait_for(fut, timeout)
+    except asyncio.TimeoutError:
+        raise Unscorable(f"{name}: timeout after {timeout:g}s") from None
+
+
+def file_declarations(source: str, filename: str) -> dict:
+    """Top-level ``ENV = [...]`` and ``NETWORK = True`` of a reward file, read without running it."""
+    try:
+        tree = ast.parse(source, filename)
+    except SyntaxError as exc:
+        raise RewardConfigError(f"reward file {filename} line {exc.lineno}: syntax error: {exc.msg}") from None
+    found: dict = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            key = node.targets[0].id
+            if key in ("ENV", "NETWORK"):
+                try:
+                    found[key] = ast.literal_eval(node.value)
+                except ValueError:
+                    raise RewardConfigError(f"reward file {filename} line {node.lineno}: {key} must be a literal "
+                                            f"(ENV = [\"NAME\", ...], NETWORK = True)") from None
+    has_grade = any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "grade" for n in tree.body)
+    if not has_grade:
+        raise RewardConfigError(f"reward file {filename} defines no top-level `def grade(sample, item)`; add one")
+    return found
+
+
+def resolve_env(name: str, declared: list | tuple) -> dict[str, str]:
+    """The values of the variables a reward declared; a missing one is a config error now, not at step 50."""
+    if isinstance(declared, str) or not all(isinstance(v, str) for v in declared):
+        raise RewardConfigError(f"reward {name!r}: env must be a list of variable names, got {declared!r}")
+    missing = [v for v in declared if v not in os.environ]
+    if missing:
+        raise RewardConfigError(f"reward {name!r} declares env {missing} but they are not set; export them, "
+                                f"or remove them from the reward's env list")
+    return {v: os.environ[v] for v in declared}
+
+
+def _sandboxed(name: str, path: Path, options: dict) -> Reward:
+    try:
+        source = path.read_text()
+    except OSError as exc:
+        raise RewardConfigError(f"reward {name!r}: cannot read {path}: {exc.strerror}") from None
+    decl = file_declarations(source, str(path))
+    extra = {k: v for k, v in options.items() if k not in LOADER_OPTIONS}
+    if extra:
+        raise RewardConfigError(f"reward {name!r} is a file run in the sandbox; options {sorted(extra)} cannot reach it. "
+                                f"Edit the constants in {path} instead (allowed options: {', '.join(LOADER_OPTIONS)})")
+    env = resolve_env(name, list(dict.fromkeys([*decl.get("ENV", []), *options.get("env", [])])))
+    network = bool(options.get("network", decl.get("NETWORK", False)))
+    timeout = float(options.get("timeout", 10.0))
+    memory_mb = int(options.get("memory_mb", 512))
+    read_paths = tuple(options.get("read_paths", ()))
+    try:
+        from agentrl.sandbox import GraderCodeError, SandboxError, get_sandbox
+    except ImportError as exc:
+        raise RewardConfigError(f"reward {name!r} ({path}) must run in the sandbox, but agentrl.sandbox is not "
+                                f"available ({exc}); reinstall agentrl") from None
+
+    def grade(sample: Any, item: Any) -> float | None:
+        try:
+            return get_sandbox().run_grader(source, str(path), unwrap(sample), unwrap(item), env=env, read_paths=read_paths,
+                                            network=network, timeout=timeout, memory_mb=memory_mb)
+        except (GraderCodeError, SandboxError) as exc:
+            raise Unscorable(str(getattr(exc, "cause", exc))) from exc
+
+    version = hashlib.sha256(source.encode()).hexdigest()[:12]
+    # the sandbox enforces `timeout`; our own deadline is a backstop a little later
+    return Reward(name, grade, env=env, timeout=timeout + 5.0, origin=str(path), version=version, sandboxed=True)
+
+
+def _in_process(name: str, fn: Callable, origin: str, options: dict) -> Reward:
+    module = inspect.getmodule(fn)
+    params = inspect.signature(fn).parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    accepted = [p for p in list(params)[2:] if params[p].kind is not inspect.Parameter.VAR_KEYWORD]
+    kwargs = {k: v for k, v in options.items() if k not in LOADER_OPTIONS}
+    unknown = [k for k in kwargs if k not in accepted and not takes_any]
+    if unknown:
+        raise RewardConfigError(f"reward {name!r} does not take option(s) {unknown}; it takes: "
+                                f"{', '.join(dict.fromkeys([*accepted, *LOADER_OPTIONS]))}")
+    declared = options.get("env", getattr(module, "ENV", []))
+    env = resolve_env(name, list(declared))
+    if "env" in params or takes_any:
+        kwargs["env"] = env
+    try:
+        version = hashlib.sha256(inspect.getsource(module).encode()).hexdigest()[:12] if module else ""
+    except (OSError, TypeError):
+        version = ""
+    timeout = float(options.get("timeout", DEFAULT_TIMEOUT))
+    return Reward(name, fn, options=kwargs, env=env, timeout=timeout, origin=origin, version=version)
+
+
+def _looks_like_path(spec: str) -> bool:
+    return spec.endswith(".py") or "/" in spec or os.sep in spec
+
+
+def load_reward(spec: Any, *, where: str = "", **options: Any) -> Reward:
+    """A reward from a preset or plugin name ("math"), a path to a ``.py`` file, or a callable.
+
+    >>> reward = load_reward("math")
+    >>> reward({"final_answer": "so \\\\boxed{7}"}, {"metadata": {"expected_answer": "7"}})
+    1.0
+    """
+    if callable(spec):
+        name = getattr(spec, "__name__", "reward")
+        return _in_process(name, spec, f"callable {getattr(spec, '__module__', '?')}.{name}", options)
+    if not isinstance(spec, str) or not spec:
+        raise RewardConfigError(f"reward spec must be a name, a .py path or a callable, got {spec!r}")
+    if _looks_like_path(spec):
+        path = Path(spec).expanduser()
+        if not path.is_file():
+            raise RewardConfigError(f"reward file {spec!r} not found (looked in {Path.cwd()}); check the path")
+        return _sandboxed(path.stem, path.resolve(), options)
+    from agentrl import plugins
+
+    table = plugins.rewards()
+    if spec not in table:
+        raise plugins.unknown_name_error("reward", spec, list(table), where)
+    entry = table[spec]
+    origin = f"plugin {entry.plugin} ({entry.distribution})"
+    if isinstance(entry.value, (str, os.PathLike)):
+        return _sandboxed(spec, Path(entry.value), options)
+    return _in_process(spec, entry.value, origin, options)

@@ -1,0 +1,202 @@
+"""Turn an answer string into a value that can be compared without sympy.
+
+``parse_value("$842M")`` and ``parse_value("842 million dollars")`` both give ``Num(842000000)``;
+``"7%"`` gives a ``Num`` that also remembers its un-scaled reading (7) so "7%" matches both 0.07 and 7.
+Intervals, tuples and sets give ``Seq``. Anything else (``\\sqrt{2}``, ``x^2+1``) gives ``None`` and is
+left to the symbolic checker. Nothing here can hang: exponents are capped and strings are length-capped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+MAX_LEN = 300  # longer answers are not parsed numerically
+MAX_EXP = 400  # 10**400 is fine; 10**(10**9) would hang
+
+_MAG = {"thousand": 3, "million": 6, "billion": 9, "trillion": 12, "mn": 6, "bn": 9, "k": 3, "m": 6, "b": 9, "t": 12}
+_CURRENCY = re.compile(r"(?:\\\$|\$|€|£|¥|₹|\b(?:usd|us dollars?|dollars?|euros?|eur|gbp|pounds?|yen|cents?)\b)", re.I)
+_LATEX_DROP = re.compile(r"\\left|\\right|\\[,;:! ]|\\quad|\\qquad|\\displaystyle|~")
+_TEXT = re.compile(r"\\(?:text|textbf|mathrm|mathbf|textit|operatorname|mbox)\s*\{([^{}]*)\}")
+_DEGREE = re.compile(r"\^\s*\{?\\circ\}?|°|\\degree")
+_ASSIGN = re.compile(r"^[a-zA-Z](?:_\{?\w+\}?)?\s*(?:=|\\approx|≈)\s*(.+)$", re.S)
+_PLAIN = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)$")
+_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+_SPACED = re.compile(r"^[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
+_SCI = re.compile(r"^([-+]?(?:\d+\.?\d*|\.\d+))\s*(?:[eE]\s*([-+]?\d+)|(?:\*|x|\\times|×)\s*10\s*(?:\^|\*\*)\s*\{?\s*([-+]?\d+)\s*\}?)$")
+_POW10 = re.compile(r"^10\s*(?:\^|\*\*)\s*\{?\s*([-+]?\d+)\s*\}?$")
+_SLASH = re.compile(r"^([-+]?\d+(?:\.\d+)?)\s*/\s*(\d+(?:\.\d+)?)$")
+_FRAC = re.compile(r"^([-+]?)\\frac\s*(?:\{([^{}]+)\}|(\d))\s*(?:\{([^{}]+)\}|(\d))$")
+_MIXED = re.compile(r"^(\d+)\s*(?:\s(\d+)\s*/\s*(\d+)|\\frac\s*\{(\d+)\}\s*\{(\d+)\})$")
+_MAGWORD = re.compile(r"^(.*?\d)\s*(thousand|million|billion|trillion|mn|bn)$", re.I)
+_MAGLETTER = re.compile(r"^(.*?\d)([kKmMbBtT])$")
+_UNIT = re.compile(r"^(.*?\d)\s+([a-zA-Z][a-zA-Z/^0-9. ]{0,30})$")
+_NOT_UNITS = {"x", "y", "z", "n", "a", "b", "c", "i", "j", "or", "and", "pi", "e"}
+_INF = {"\\infty": float("inf"), "∞": float("inf"), "inf": float("inf"), "infinity": float("inf"), "oo": float("inf")}
+
+
+@dataclass(frozen=True)
+class Num:
+    """A number; ``alt`` is its other reading (the bare number of a percent), if any."""
+
+    value: Fraction | float
+    decimals: int | None = None  # digits after the point when written as a decimal
+    alt: Fraction | float | None = None
+
+
+@dataclass(frozen=True)
+class Seq:
+    """A bracketed or comma-separated collection: ``kind`` is "set", "list" or the bracket pair."""
+
+    kind: str
+    items: tuple
+
+
+def clean(text: str) -> str:
+    """Strip LaTeX decoration, currency and a leading ``x =`` so only the answer is left."""
+    s = str(text).strip()
+    s = _TEXT.sub(r"\1", s)
+    s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac").replace("\\%", "%").replace("{,}", ",")
+    s = s.replace("−", "-").replace("\\cdot", "*").replace("\\times", "*").replace("×", "*")
+    s = s.replace("\\(", "").replace("\\)", "").replace("\\[", "").replace("\\]", "")
+    s = _LATEX_DROP.sub(" ", s)
+    s = _DEGREE.sub("", s)
+    s = _CURRENCY.sub(" ", s)
+    s = s.replace("$", " ").replace("**", "^") if "**" in s and "*10**" not in s.replace(" ", "") else s.replace("$", " ")
+    s = re.sub(r"\s+", " ", s).strip().rstrip(".").strip()
+    m = _ASSIGN.match(s)
+    if m:
+        s = m.group(1).strip()
+    while len(s) >= 2 and s[0] == "{" and s[-1] == "}" and _balanced(s[1:-1]) and "," not in s:
+        s = s[1:-1].strip()
+    return s
+
+
+def _balanced(s: str) -> bool:
+    depth = 0
+    for ch in s:
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _pow10(exp: str) -> Fraction:
+    e = int(exp)
+    if abs(e) > MAX_EXP:
+        raise OverflowError(f"exponent {e} too large")
+    return Fraction(10) ** e
+
+
+def _decimals(s: str) -> int | None:
+    s = s.lstrip("+-")
+    return len(s.split(".", 1)[1]) if "." in s else None
+
+
+def parse_scalar(s: str) -> Num | None:
+    """A single number, or ``None`` if ``s`` is not plainly numeric."""
+    s = s.strip()
+    if not s or len(s) > MAX_LEN:
+        return None
+    low = s.lower()
+    if low.endswith("%") or low.endswith("percent"):
+        inner = parse_scalar(s[: -1 if low.endswith("%") else -7])
+        if inner is None or isinstance(inner.value, float):
+            return None
+        return Num(inner.value / 100, None, inner.value)
+    sign = -1 if low.startswith("-") else 1
+    if low.lstrip("+-") in _INF:
+        return Num(sign * _INF[low.lstrip("+-")])
+    for pattern, letter in ((_MAGWORD, False), (_MAGLETTER, True)):
+        m = pattern.match(s)
+        if m and (not letter or m.group(2) in "KMBTk" or m.group(2) == "m" and "$" in s):
+            base = parse_scalar(m.group(1))
+            if base is not None and not isinstance(base.value, float):
+                return Num(base.value * _pow10(str(_MAG[m.group(2).lower()])))
+    return _parse_plain(s)
+
+
+def _parse_plain(s: str) -> Num | None:
+    if _PLAIN.match(s):
+        return Num(Fraction(s), _decimals(s))
+    if _THOUSANDS.match(s) or _SPACED.match(s):
+        t = s.replace(",", "").replace(" ", "")
+        return Num(Fraction(t), _decimals(t))
+    m = _SCI.match(s)
+    if m:
+        return Num(Fraction(m.group(1)) * _pow10(m.group(2) or m.group(3)))
+    m = _POW10.match(s)
+    if m:
+        return Num(_pow10(m.group(1)))
+    m = _SLASH.match(s)
+    if m and Fraction(m.group(2)) != 0:
+        return Num(Fraction(m.group(1)) / Fraction(m.group(2)))
+    m = _FRAC.match(s)
+    if m:
+        num, den = parse_scalar(m.group(2) or m.group(3)), parse_scalar(m.group(4) or m.group(5))
+        if num and den and not isinstance(num.value, float) and not isinstance(den.value, float) and den.value != 0:
+            return Num((-1 if m.group(1) == "-" else 1) * num.value / den.value)
+        return None
+    m = _MIXED.match(s)
+    if m:
+        a, b = int(m.group(2) or m.group(4)), int(m.group(3) or m.group(5))
+        return Num(int(m.group(1)) + Fraction(a, b)) if b else None
+    m = _UNIT.match(s)
+    if m and m.group(2).split()[0].lower() not in _NOT_UNITS:
+        return parse_scalar(m.group(1))
+    if len(s) >= 2 and s[0] == "(" and s[-1] == ")" and _balanced(s[1:-1]) and "," not in s:
+        return parse_scalar(s[1:-1])
+    return None
+
+
+def split_top(s: str, seps: str = ",;") -> list[str]:
+    """Split on separators that are not inside brackets."""
+    parts, depth, cur = [], 0, []
+    for ch in s:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch in seps and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return [p.strip() for p in parts]
+
+
+def parse_value(text: str) -> Num | Seq | None:
+    """A ``Num``, a ``Seq`` of values, or ``None`` when the answer needs the symbolic checker."""
+    s = clean(text)
+    if not s or len(s) > MAX_LEN:
+        return None
+    try:
+        num = parse_scalar(s)
+    except (OverflowError, ValueError, ZeroDivisionError):
+        return None
+    if num is not None:
+        return num
+    kind, body = _brackets(s)
+    if kind is None:
+        body = re.sub(r"\s+(?:or|and)\s+", ",", s)
+        if "," not in body and ";" not in body:
+            return None
+        kind = "list"
+    items = []
+    for part in split_top(body):
+        v = parse_value(part)
+        if v is None:
+            return None
+        items.append(v)
+    return Seq(kind, tuple(items))
+
+
+def _brackets(s: str) -> tuple[str | None, str]:
+    if s.startswith("\\{") and s.endswith("\\}"):
+        return "set", s[2:-2]
+    if len(s) >= 2 and s[0] in "([{" and s[-1] in ")]}" and _balanced(s[1:-1]):
+        return ("set" if s[0] == "{" else s[0] + s[-1]), s[1:-1]
+    return None, s

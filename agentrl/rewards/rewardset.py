@@ -1,0 +1,119 @@
+"""Several rewards with weights: ``RewardSet([{"name": "math", "weight": 1.0}, ...]).score(sample, item)``.
+
+The score is the weighted mean over the components that apply. A component returning ``None`` does
+not apply and is left out (it is not a 0). If any weighted component could not score (exception,
+timeout, invalid value) the whole trajectory is unscorable: ``score`` is None and ``unscorable`` says
+why, so the trainer can keep it out of the group advantage. Weight 0 components are logged only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from agentrl.rewards.errors import Unscorable
+from agentrl.rewards.loading import Reward, RewardConfigError, load_reward
+
+
+@dataclass
+class ScoreResult:
+    """One trajectory's reward: ``score`` is None exactly when ``unscorable`` gives the cause."""
+
+    score: float | None
+    components: dict[str, float | None] = field(default_factory=dict)
+    unscorable: str | None = None
+    applicable_weight: float = 0.0
+    errors: dict[str, str] = field(default_factory=dict)  # component -> cause (weight-0 ones included)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Component:
+    label: str
+    weight: float
+    reward: Reward
+
+
+class RewardSet:
+    """Weighted rewards. Each entry: ``{"name": ..., "weight": 1.0, "label": ..., **options}`` or a bare name."""
+
+    def __init__(self, config: list, *, where: str = "rewards") -> None:
+        if isinstance(config, (str, dict)):
+            config = [config]
+        if not isinstance(config, list) or not config:
+            raise RewardConfigError(f"{where}: expected a non-empty list of rewards like "
+                                    f"[{{\"name\": \"math\", \"weight\": 1.0}}], got {config!r}")
+        self.components: list[Component] = []
+        for n, entry in enumerate(config):
+            at = f"{where}[{n}]"
+            entry = {"name": entry} if isinstance(entry, str) else dict(entry) if isinstance(entry, dict) else None
+            if entry is None or "name" not in entry:
+                raise RewardConfigError(f"{at}: each reward needs a \"name\" (a preset, plugin or .py path), got {config[n]!r}")
+            name = entry.pop("name")
+            weight = entry.pop("weight", 1.0)
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 0:
+                raise RewardConfigError(f"{at}: weight must be a finite number >= 0 (0 = log only), got {weight!r}")
+            label = entry.pop("label", name if isinstance(name, str) else getattr(name, "__name__", "reward"))
+            if any(c.label == label for c in self.components):
+                raise RewardConfigError(f"{at}: two rewards are labelled {label!r}; give one a distinct \"label\"")
+            reward = load_reward(name, where=at, **entry)
+            self.components.append(Component(str(label), float(weight), reward))
+
+    @classmethod
+    def from_config(cls, config: list, where: str = "rewards") -> "RewardSet":
+        """Build and validate now: unknown names, bad options and missing env vars fail here."""
+        return cls(config, where=where)
+
+    def describe(self) -> list[dict]:
+        """Provenance for logs and rollouts.jsonl: which reward version scored what."""
+        return [{"label": c.label, "weight": c.weight, "origin": c.reward.origin, "version": c.reward.version,
+                 "sandboxed": c.reward.sandboxed} for c in self.components]
+
+    @staticmethod
+    def _combine(parts: list[tuple[Component, float | None, str | None]]) -> ScoreResult:
+        result = ScoreResult(score=None)
+        causes = []
+        total = 0.0
+        for comp, value, cause in parts:
+            result.components[comp.label] = value
+            if cause is not None:
+                result.errors[comp.label] = cause
+                if comp.weight > 0:
+                    causes.append(cause)
+            elif value is not None and comp.weight > 0:
+                total += comp.weight * value
+                result.applicable_weight += comp.weight
+        if causes:
+            result.unscorable = "; ".join(causes)
+            result.applicable_weight = 0.0
+        elif result.applicable_weight == 0:
+            result.unscorable = "no weighted reward applies to this item (all returned None)"
+        else:
+            result.score = total / result.applicable_weight
+        return result
+
+    async def ascore(self, sample: Any, item: Any) -> ScoreResult:
+        async def one(comp: Component):
+            try:
+                return comp, await comp.reward.acall(sample, item), None
+            except Unscorable as exc:
+                return comp, None, exc.cause
+
+        return self._combine(list(await asyncio.gather(*(one(c) for c in self.components))))
+
+    def score(self, sample: Any, item: Any) -> ScoreResult:
+        """Synchronous ``ascore``; safe to call from inside a running event loop (it uses a thread then)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.ascore(sample, item))
+        box: dict = {}
+        thread = threading.Thread(target=lambda: box.setdefault("r", asyncio.run(self.ascore(sample, item))))
+        thread.start()
+        thread.join()
+        return box["r"]
