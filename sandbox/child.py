@@ -1,0 +1,224 @@
+"""What runs inside a forked child: lock the process down, then run a grader or model code.
+
+Everything here runs in the untrusted process, so nothing it reports is believed as is: the
+trusted side re-validates grader values and decides test verdicts itself.
+"""
+
+from __future__ import annotations
+
+import builtins
+import io
+import json
+import os
+import signal
+import sys
+import traceback
+
+from . import harden
+from .protocol import to_tagged, write_all
+
+RESULT_FD = 3
+
+
+def lock_down(*, fds: tuple[int, int, int, int], ruleset_fd: int | None, seccomp: bytes | None, uid: int | None,
+              cpu_s: int, address_space: int, fsize: int, nproc: int, scratch: str, env: dict[str, str]) -> None:
+    """Irreversibly confine this (already forked) process. Order matters: limits and Landlock need
+    root or no_new_privs, the uid drop must precede the parent-death signal, seccomp comes last."""
+    os.setsid()
+    import fcntl
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 1000 + i) for i, fd in enumerate(fds)]
+    for target, fd in enumerate(high):
+        os.dup2(fd, target)
+    harden.set_limits(cpu_s=cpu_s, address_space=address_space, fsize=fsize, nproc=nproc)
+    harden.prctl(harden.PR_SET_NO_NEW_PRIVS, 1)
+    if ruleset_fd is not None:
+        harden.landlock_restrict(ruleset_fd)
+    if uid is not None:
+        harden.drop_privileges(uid)
+    harden.prctl(harden.PR_SET_PDEATHSIG, signal.SIGKILL)
+    os.closerange(RESULT_FD + 1, 1 << 16)
+    os.chdir(scratch)
+    os.umask(0o077)
+    os.environ.clear()
+    os.environ.update(env)
+    os.environ.update({"HOME": scratch, "TMPDIR": scratch})
+    if seccomp is not None:
+        harden.seccomp_install(seccomp)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGALRM):
+        signal.signal(sig, signal.SIG_DFL)
+    sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), errors="replace")
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), errors="backslashreplace")
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), errors="backslashreplace", write_through=True)
+
+
+def _send(obj: dict) -> None:
+    try:
+        write_all(RESULT_FD, json.dumps(obj).encode())
+    except Exception:  # noqa: BLE001 - the result pipe is gone or the object is odd; the host sees no result
+        pass
+
+
+def _flush_std() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+# ---------------------------------------------------------------- grader
+def encode_grade_value(value) -> dict:
+    t = type(value)
+    if value is None:
+        return {"none": True}
+    if t is bool:
+        return {"bool": value}
+    if t is int:
+        if value.bit_length() > 1100:
+            return {"bad": "int (huge)"}
+        return {"int": str(value)}
+    if t is float:
+        return {"float": value.hex()}
+    name = getattr(t, "__name__", "?")
+    return {"bad": str(name)[:80] if isinstance(name, str) else "?"}
+
+
+def run_grader(code, filename: str, source: str, payload: bytes, env: dict[str, str]) -> None:
+    from agentrl.trajectory import wrap
+
+    from .policy import grader_globals, user_traceback
+    try:
+        data = json.loads(payload)
+        sample, item = wrap(data["sample"]), wrap(data["item"])
+    except (RecursionError, MemoryError, ValueError, KeyError, TypeError) as e:
+        _send({"input_error": f"{type(e).__name__}: {str(e)[:300]}"})
+        return
+    glb = grader_globals(filename, env.get)
+    try:
+        exec(code, glb)
+        grade = glb.get("grade")
+        if not callable(grade):
+            _send({"grader_error": f"{filename}: defines no function `grade`; write `def grade(sample, item): ...`"
+                                   " returning a float, or None when the item does not apply"})
+            return
+        value = grade(sample, item)
+        out = encode_grade_value(value)
+    except MemoryError:
+        _send({"memory": True})
+        return
+    except BaseException as e:  # noqa: BLE001 - anything the grader raised, SystemExit included
+        try:
+            text = user_traceback(e, filename, source)
+        except BaseException:  # noqa: BLE001
+            text = type(e).__name__
+        _send({"grader_error": text})
+        return
+    _send(out)
+
+
+# ---------------------------------------------------------------- model code
+def _exec_solution(code: str, name: str) -> dict:
+    namespace = {"__name__": name, "__builtins__": builtins}
+    exec(compile(code, "<solution>", "exec"), namespace)
+    return namespace
+
+
+def _exit_like_python(exc: BaseException | None) -> None:
+    status = 0
+    if isinstance(exc, SystemExit):
+        c = exc.code
+        if c is None:
+            status = 0
+        elif isinstance(c, int):
+            status = c & 0xFF
+        else:
+            print(c, file=sys.stderr)
+            status = 1
+    elif exc is not None:
+        traceback.print_exception(type(exc), exc, exc.__traceback__, limit=8, file=sys.stderr)
+        status = 1
+    _flush_std()
+    os._exit(status)
+
+
+def run_stdio(code: str) -> None:
+    try:
+        _exec_solution(code, "__main__")
+    except BaseException as e:  # noqa: BLE001
+        _exit_like_python(e)
+    _exit_like_python(None)
+
+
+def run_probe(code: str, expr: str) -> None:
+    """Evaluate one side of `assert probe == literal`; the literal never enters this process."""
+    try:
+        ns = _exec_solution(code, "solution")
+        value = eval(compile(expr, "<test>", "eval"), ns)
+        tagged = to_tagged(value)
+        _flush_std()
+        _send({"value": tagged})
+    except BaseException as e:  # noqa: BLE001
+        _exit_like_python(e)
+    _exit_like_python(None)
+
+
+def run_assert(code: str, test: str, nonce: str) -> None:
+    try:
+        ns = _exec_solution(code, "solution")
+        exec(compile(test, "<test>", "exec"), ns)
+    except BaseException as e:  # noqa: BLE001
+        _exit_like_python(e)
+    _flush_std()
+    write_all(RESULT_FD, nonce.encode())
+    os._exit(0)
+
+
+# ---------------------------------------------------------------- self test
+def self_test(probe_port: int | None) -> None:
+    """Measure, from inside, what the lock-down achieved. Reported by the zygote at start."""
+    import socket
+    out = {"uid": os.getuid(), "euid": os.geteuid(), "pid": os.getpid()}
+    out["no_new_privs"] = harden.prctl(harden.PR_GET_NO_NEW_PRIVS) == 1
+    out["seccomp_mode"] = harden.prctl(harden.PR_GET_SECCOMP)
+    for key, path in (("read_shadow", "/etc/shadow"), ("read_passwd", "/etc/passwd"), ("read_root", "/root"),
+                      ("read_work", "/work")):
+        try:
+            if os.path.isdir(path):
+                os.listdir(path)
+            else:
+                open(path, "rb").close()
+            out[key] = True
+        except OSError:
+            out[key] = False
+    try:
+        with open("/var/tmp/agentrl-sandbox-probe", "wb"):
+            pass
+        out["write_outside"] = True
+    except OSError:
+        out["write_outside"] = False
+    try:
+        with open("scratch-probe", "wb") as f:
+            f.write(b"x")
+        out["write_scratch"] = True
+    except OSError:
+        out["write_scratch"] = False
+    try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.settimeout(1)
+        s.connect(("127.0.0.1", probe_port or 9))
+        out["network"] = True
+    except OSError:
+        out["network"] = False
+    try:
+        os.kill(1 if os.getpid() != 1 else os.getppid() or 1, 0)
+        out["signal_outside"] = os.getpid() != 1
+    except OSError:
+        out["signal_outside"] = False
+    try:
+        harden.unshare(harden.CLONE_NEWNS)
+        out["unshare"] = True
+    except OSError:
+        out["unshare"] = False
+    out["env"] = sorted(k for k in os.environ if k not in ("HOME", "TMPDIR"))
+    _send(out)
+    os._exit(0)

@@ -1,0 +1,196 @@
+"""Linux isolation primitives, by plain syscalls through ctypes (no extra packages).
+
+Namespaces (unshare/setns/mount), Landlock (filesystem, TCP and signal scoping), a seccomp-BPF
+deny filter, rlimits and the uid drop. Each function raises OSError with the syscall name when the
+kernel refuses, so the zygote can report exactly what it could not achieve.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import resource
+import struct
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP = 0x10000000, 0x20000000, 0x40000000, 0x02000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 8192, 16384, 1 << 18
+PR_SET_PDEATHSIG, PR_GET_SECCOMP, PR_SET_SECCOMP, PR_SET_NO_NEW_PRIVS, PR_GET_NO_NEW_PRIVS = 1, 21, 22, 38, 39
+PR_SET_DUMPABLE = 4
+
+X86_64 = platform.machine() == "x86_64"
+_NR = {"landlock_create_ruleset": 444, "landlock_add_rule": 445, "landlock_restrict_self": 446, "setns": 308}
+
+
+def _check(rc: int, what: str) -> int:
+    if rc < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return rc
+
+
+def unshare(flags: int) -> None:
+    _check(_libc.unshare(flags), "unshare")
+
+
+def setns(fd: int, nstype: int) -> None:
+    _check(_libc.setns(fd, nstype), "setns")
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    enc = lambda s: s.encode() if s is not None else None  # noqa: E731
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
+
+
+def prctl(option: int, arg2: int = 0, arg3: int = 0) -> int:
+    return _check(_libc.prctl(option, arg2, arg3, 0, 0), f"prctl {option}")
+
+
+# ---------------------------------------------------------------- Landlock
+LL_EXECUTE, LL_WRITE_FILE, LL_READ_FILE, LL_READ_DIR = 1, 2, 4, 8
+LL_ALL_FS_V1 = (1 << 13) - 1            # execute .. make_sym
+LL_REFER, LL_TRUNCATE, LL_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+LL_FILE_ONLY = LL_EXECUTE | LL_WRITE_FILE | LL_READ_FILE | LL_TRUNCATE | LL_IOCTL_DEV
+LL_NET_BIND, LL_NET_CONNECT = 1, 2
+LL_SCOPE_ABSTRACT_UNIX, LL_SCOPE_SIGNAL = 1, 2
+
+
+def landlock_abi() -> int:
+    if not X86_64:
+        return 0
+    rc = _libc.syscall(_NR["landlock_create_ruleset"], None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    return max(int(rc), 0)
+
+
+def landlock_handled_fs(abi: int) -> int:
+    fs = LL_ALL_FS_V1
+    if abi >= 2:
+        fs |= LL_REFER
+    if abi >= 3:
+        fs |= LL_TRUNCATE
+    if abi >= 5:
+        fs |= LL_IOCTL_DEV
+    return fs
+
+
+def landlock_ruleset(read: list[str], write: list[str], *, deny_tcp: bool, abi: int) -> int:
+    """Build a ruleset fd: read-only beneath `read`, full access beneath `write`, nothing else.
+
+    The fd is kept by the zygote and applied in each forked child with landlock_restrict(fd).
+    """
+    fs = landlock_handled_fs(abi)
+    net = (LL_NET_BIND | LL_NET_CONNECT) if (deny_tcp and abi >= 4) else 0
+    scoped = (LL_SCOPE_ABSTRACT_UNIX | LL_SCOPE_SIGNAL) if abi >= 6 else 0
+    attr = struct.pack("<QQQ", fs, net, scoped) if abi >= 4 else struct.pack("<Q", fs)
+    if abi >= 4 and abi < 6:
+        attr = struct.pack("<QQ", fs, net)
+    buf = ctypes.create_string_buffer(attr, len(attr))
+    ruleset = _check(_libc.syscall(_NR["landlock_create_ruleset"], buf, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0)),
+                     "landlock_create_ruleset")
+    read_rights = LL_EXECUTE | LL_READ_FILE | LL_READ_DIR
+    for paths, rights in ((read, read_rights), (write, fs)):
+        for path in paths:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue  # a declared path that does not exist grants nothing
+            try:
+                allowed = rights
+                if not os.path.isdir(path):
+                    allowed &= LL_FILE_ONLY
+                rule = ctypes.create_string_buffer(struct.pack("<Qi", allowed & fs, fd), 12)
+                _check(_libc.syscall(_NR["landlock_add_rule"], ctypes.c_int(ruleset), ctypes.c_int(1), rule,
+                                     ctypes.c_uint32(0)), f"landlock_add_rule {path}")
+            finally:
+                os.close(fd)
+    return ruleset
+
+
+def landlock_restrict(ruleset_fd: int) -> None:
+    _check(_libc.syscall(_NR["landlock_restrict_self"], ctypes.c_int(ruleset_fd), ctypes.c_uint32(0)),
+           "landlock_restrict_self")
+
+
+# ---------------------------------------------------------------- seccomp
+_AUDIT_ARCH_X86_64 = 0xC000003E
+_RET_ALLOW, _RET_KILL, _RET_ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
+_LD_W_ABS, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
+# x86_64 numbers of syscalls untrusted Python never needs: kernel attack surface, namespaces, tracing.
+DENIED_SYSCALLS = {
+    "ptrace": 101, "syslog": 103, "personality": 135, "uselib": 134, "vhangup": 153, "pivot_root": 155,
+    "adjtimex": 159, "chroot": 161, "acct": 163, "settimeofday": 164, "mount": 165, "umount2": 166,
+    "swapon": 167, "swapoff": 168, "reboot": 169, "sethostname": 170, "setdomainname": 171, "iopl": 172,
+    "ioperm": 173, "init_module": 175, "delete_module": 176, "quotactl": 179, "lookup_dcookie": 212,
+    "clock_settime": 227, "kexec_load": 246, "add_key": 248, "request_key": 249, "keyctl": 250,
+    "unshare": 272, "perf_event_open": 298, "name_to_handle_at": 303, "open_by_handle_at": 304,
+    "clock_adjtime": 305, "setns": 308, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312,
+    "finit_module": 313, "kexec_file_load": 320, "bpf": 321, "userfaultfd": 323, "io_uring_setup": 425,
+    "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430,
+    "fsconfig": 431, "fsmount": 432, "fspick": 433, "pidfd_getfd": 438, "mount_setattr": 442,
+}
+_NR_CLONE, _NR_CLONE3, _NR_SOCKET = 56, 435, 41
+_NS_FLAGS = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP
+_ALLOWED_SOCKET_FAMILIES = (1, 2, 10)  # AF_UNIX, AF_INET, AF_INET6 (the network namespace has no route out)
+
+
+def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
+    return struct.pack("<HBBI", code, jt, jf, k & 0xFFFFFFFF)
+
+
+def seccomp_program() -> bytes:
+    """A deny-list filter: EPERM for DENIED_SYSCALLS, clone with namespace flags and exotic socket
+    families; ENOSYS for clone3 (glibc falls back to clone, whose flags we can inspect); kill on a
+    foreign architecture or x32 numbers."""
+    eperm, enosys = _RET_ERRNO | 1, _RET_ERRNO | 38
+    p = [_insn(_LD_W_ABS, 0, 0, 4), _insn(_JEQ, 1, 0, _AUDIT_ARCH_X86_64), _insn(_RET, 0, 0, _RET_KILL),
+         _insn(_LD_W_ABS, 0, 0, 0), _insn(_JGE, 0, 1, 0x40000000), _insn(_RET, 0, 0, _RET_KILL)]
+    for nr in sorted(DENIED_SYSCALLS.values()):
+        p += [_insn(_JEQ, 0, 1, nr), _insn(_RET, 0, 0, eperm)]
+    p += [_insn(_JEQ, 0, 1, _NR_CLONE3), _insn(_RET, 0, 0, enosys)]
+    # clone: args[0] (flags) low word at offset 16
+    p += [_insn(_JEQ, 0, 4, _NR_CLONE), _insn(_LD_W_ABS, 0, 0, 16), _insn(_JSET, 0, 1, _NS_FLAGS),
+          _insn(_RET, 0, 0, eperm), _insn(_RET, 0, 0, _RET_ALLOW)]
+    # socket: args[0] (family)
+    n = len(_ALLOWED_SOCKET_FAMILIES)
+    p += [_insn(_JEQ, 0, n + 2, _NR_SOCKET), _insn(_LD_W_ABS, 0, 0, 16)]
+    for i, fam in enumerate(_ALLOWED_SOCKET_FAMILIES):
+        p += [_insn(_JEQ, n - i, 0, fam)]
+    p += [_insn(_RET, 0, 0, _RET_ERRNO | 97)]  # EAFNOSUPPORT
+    p += [_insn(_RET, 0, 0, _RET_ALLOW)]
+    return b"".join(p)
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def seccomp_install(program: bytes) -> None:
+    buf = ctypes.create_string_buffer(program, len(program))
+    prog = _SockFprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    _check(_libc.prctl(PR_SET_SECCOMP, 2, ctypes.addressof(prog), 0, 0), "prctl(PR_SET_SECCOMP)")
+
+
+# ---------------------------------------------------------------- rlimits and credentials
+def vm_size() -> int:
+    with open("/proc/self/statm", "rb") as f:
+        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def set_limits(*, cpu_s: int, address_space: int, fsize: int, nproc: int, nofile: int = 256) -> None:
+    for res, value in ((resource.RLIMIT_CPU, cpu_s), (resource.RLIMIT_AS, address_space),
+                       (resource.RLIMIT_FSIZE, fsize), (resource.RLIMIT_NPROC, nproc),
+                       (resource.RLIMIT_NOFILE, nofile), (resource.RLIMIT_CORE, 0),
+                       (resource.RLIMIT_MEMLOCK, 0), (resource.RLIMIT_MSGQUEUE, 0)):
+        resource.setrlimit(res, (value, value))
+
+
+def drop_privileges(uid: int) -> None:
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)

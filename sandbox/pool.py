@@ -1,0 +1,146 @@
+"""Host side of the zygotes: start, talk to, time out and restart them.
+
+A Worker owns one zygote process and serves one call at a time; a Pool hands workers to threads.
+Grader workers and model-code workers are separate pools with separate uids, so model code never
+runs in a process that has held dataset items (reference answers) in memory.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import select
+import subprocess
+import sys
+import threading
+
+
+from .protocol import MAX_BLOB, ProtocolError, encode, read_msg, write_all
+from .results import SandboxError
+
+STARTUP_TIMEOUT = 120.0
+UID_BASE = 61000
+
+
+class Worker:
+    def __init__(self, kind: str, uid: int, network: bool) -> None:
+        self.kind, self.uid, self.network = kind, uid, network
+        self.proc: subprocess.Popen | None = None
+        self.hello: dict = {}
+
+    def start(self) -> None:
+        env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "LANG": "C.UTF-8"}
+        stderr = None if os.environ.get("AGENTRL_SANDBOX_DEBUG") else subprocess.DEVNULL
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-m", "agentrl.sandbox.zygote", self.kind, str(self.uid), "1" if self.network else "0"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env, close_fds=True, cwd="/",
+            bufsize=0)
+        header, _ = self._read(STARTUP_TIMEOUT)
+        if not header.get("ready"):
+            self.stop()
+            raise SandboxError(f"sandbox worker failed to start: {header.get('error')}", "internal")
+        self.hello = header
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            try:
+                self.proc.kill()  # its children die too: they carry PR_SET_PDEATHSIG=SIGKILL
+                self.proc.wait(timeout=5)
+            except Exception:  # noqa: BLE001
+                pass
+            for f in (self.proc.stdin, self.proc.stdout):
+                try:
+                    f.close()
+                except Exception:  # noqa: BLE001
+                    pass
+        self.proc = None
+
+    def _read(self, timeout: float) -> tuple[dict, list[bytes]]:
+        fd = self.proc.stdout.fileno()
+        ready, _, _ = select.select([fd], [], [], timeout)
+        if not ready:
+            raise TimeoutError
+        # once the first byte is there the zygote writes the whole frame at once; bound it anyway
+        return read_msg(fd)
+
+    def call(self, header: dict, blobs: list[bytes], wall: float) -> tuple[dict, list[bytes]]:
+        if not self.alive():
+            self.start()
+        try:
+            write_all(self.proc.stdin.fileno(), encode(header, blobs))
+            return self._read(wall)
+        except TimeoutError:
+            self.stop()
+            raise SandboxError(f"sandbox worker gave no answer within {wall:.1f} s; it was killed and will be "
+                               "restarted", "killed") from None
+        except (EOFError, BrokenPipeError, OSError, ProtocolError, ValueError) as e:
+            self.stop()
+            raise SandboxError(f"sandbox worker died during the call ({type(e).__name__}); it will be restarted",
+                               "worker_died") from None
+
+
+class Pool:
+    def __init__(self, kind: str, kind_index: int, size: int, network: bool) -> None:
+        self.kind, self.network = kind, network
+        self.workers = [Worker(kind, UID_BASE + kind_index * 100 + i, network) for i in range(size)]
+        self.idle: queue.Queue[Worker] = queue.Queue()
+        for w in self.workers:
+            self.idle.put(w)
+        self._started = False
+        self._lock = threading.Lock()
+
+    def ensure_started(self) -> None:
+        """Start all zygotes in parallel (each imports sympy etc. once)."""
+        with self._lock:
+            if self._started:
+                return
+            errors = []
+
+            def start(w: Worker) -> None:
+                try:
+                    if not w.alive():
+                        w.start()
+                except Exception as e:  # noqa: BLE001
+                    errors.append(e)
+            threads = [threading.Thread(target=start, args=(w,)) for w in self.workers]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            if errors and len(errors) == len(self.workers):
+                raise errors[0]
+            self._started = True
+
+    def call(self, header: dict, blobs: list[bytes], wall: float) -> tuple[dict, list[bytes]]:
+        self.ensure_started()
+        worker = self.idle.get()
+        try:
+            return worker.call(header, blobs, wall)
+        finally:
+            self.idle.put(worker)
+
+    def any_hello(self) -> dict:
+        self.ensure_started()
+        worker = self.idle.get()
+        try:
+            if not worker.alive():
+                worker.start()
+            return worker.hello
+        finally:
+            self.idle.put(worker)
+
+    def close(self) -> None:
+        for w in self.workers:
+            w.stop()
+
+
+def blob_limit_ok(*blobs: bytes) -> None:
+    for b in blobs:
+        if len(b) > MAX_BLOB:
+            raise SandboxError(f"input of {len(b)} bytes is over the {MAX_BLOB >> 20} MiB limit; pass less data",
+                               "bad_input")
+
+

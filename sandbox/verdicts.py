@@ -1,0 +1,115 @@
+"""Trusted-side planning and judging of unit tests for model-written code.
+
+Expected values never enter the sandbox: a stdio test's expected stdout stays here, and an
+`assert <expr> == <literal>` test sends only `<expr>`; the child returns the value through a strict
+codec and the comparison happens here. Other asserts run inside and count only if the child wrote a
+per-call random nonce after the assert ran, exited 0, and wrote nothing else on the result pipe.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import secrets
+
+from .protocol import NotPlain, from_tagged, short
+from .results import SandboxError, TestVerdict
+
+
+def _literal(node: ast.AST):
+    try:
+        return True, ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False, None
+
+
+def plan(test: dict, out_cap: int) -> tuple[dict, list[bytes], object]:
+    """Return (header, [probe_or_test, stdin], expected) for one test dict."""
+    if not isinstance(test, dict):
+        raise SandboxError(f"a test must be a dict, got {type(test).__name__}", "bad_input")
+    kind = test.get("type")
+    if kind == "stdio":
+        stdin, expected = test.get("stdin", ""), test.get("expected_stdout")
+        if not isinstance(stdin, str) or not isinstance(expected, str):
+            raise SandboxError("stdio test needs str 'stdin' and 'expected_stdout'", "bad_input")
+        return {"mode": "stdio", "out_cap": out_cap}, [b"", stdin.encode()], expected
+    if kind == "assert":
+        src = test.get("code")
+        if not isinstance(src, str):
+            raise SandboxError("assert test needs str 'code', e.g. 'assert f(2) == 4'", "bad_input")
+        try:
+            tree = ast.parse(src)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+            raise SandboxError(f"assert test does not parse: {e}", "bad_input") from None
+        body = tree.body
+        if (len(body) == 1 and isinstance(body[0], ast.Assert) and isinstance(body[0].test, ast.Compare)
+                and len(body[0].test.ops) == 1 and isinstance(body[0].test.ops[0], ast.Eq)):
+            left, right = body[0].test.left, body[0].test.comparators[0]
+            for probe, lit in ((left, right), (right, left)):
+                ok, value = _literal(lit)
+                if ok and not _literal(probe)[0]:
+                    return {"mode": "probe", "out_cap": out_cap}, [ast.unparse(probe).encode(), b""], value
+        nonce = secrets.token_hex(16)
+        return {"mode": "assert", "nonce": nonce, "out_cap": out_cap}, [src.encode(), b""], nonce
+    raise SandboxError(f"unknown test type {kind!r}; use 'assert' or 'stdio'", "bad_input")
+
+
+def _normalize(text: str) -> list[str]:
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def _stderr_tail(err: bytes) -> str:
+    text = err.decode("utf-8", "replace").strip()
+    return text.splitlines()[-1][:300] if text else ""
+
+
+def judge(header: dict, status: dict, blobs: list[bytes], expected) -> TestVerdict:
+    result, stdout, stderr = (blobs + [b"", b"", b""])[:3]
+    if status.get("timed_out"):
+        return TestVerdict(False, "timeout", f"killed after {status.get('elapsed', 0):.1f} s wall time")
+    if status.get("overflow"):
+        return TestVerdict(False, "error", f"{status['overflow']} exceeded its size limit; the process was killed")
+    code = status.get("exit")
+    if not isinstance(code, int):
+        return TestVerdict(False, "crash", "no exit status")
+    if code < 0:
+        sig = -code
+        why = "CPU time limit" if sig in (9, 24) and status.get("elapsed", 0) > 0.5 else f"signal {sig}"
+        return TestVerdict(False, "crash", f"killed by {why}")
+    if code == 121:
+        return TestVerdict(False, "crash", "sandbox harness failed in the child: " + _stderr_tail(stderr))
+    if code != 0:
+        return TestVerdict(False, "error", f"exit status {code}: {_stderr_tail(stderr)}")
+    mode = header["mode"]
+    if mode == "stdio":
+        got = stdout.decode("utf-8", "replace")
+        if _normalize(got) == _normalize(expected):
+            return TestVerdict(True, "pass", "")
+        return TestVerdict(False, "fail", f"expected stdout {short(expected, 120)}, got {short(got, 120)}")
+    if mode == "assert":
+        if result == header["nonce"].encode():
+            return TestVerdict(True, "pass", "")
+        return TestVerdict(False, "fail", "the assert did not complete (exited before it ran)")
+    # probe
+    if not result:
+        return TestVerdict(False, "fail", "exited before the test expression was evaluated")
+    try:
+        obj = json.loads(result)
+        if not isinstance(obj, dict) or set(obj) != {"value"}:
+            raise NotPlain("malformed result")
+        value = from_tagged(obj["value"])
+    except NotPlain as e:
+        return TestVerdict(False, "fail", f"returned a value that is not plain data: {e}")
+    except (ValueError, RecursionError, MemoryError, OverflowError, TypeError):
+        return TestVerdict(False, "fail", "returned a value that could not be decoded")
+    try:
+        equal = value == expected
+        equal = equal is True or (type(equal) is bool and equal)
+    except (RecursionError, TypeError, ValueError):
+        equal = False
+    if equal:
+        return TestVerdict(True, "pass", "")
+    return TestVerdict(False, "fail", f"expected {short(expected)}, got {short(value)}")

@@ -1,0 +1,303 @@
+"""A pre-started, pre-hardened worker. Run as `python -I -m agentrl.sandbox.zygote <kind> <uid> <network>`.
+
+At start it enters its own mount, network, IPC and UTS namespaces, mounts a private tmpfs on /tmp,
+makes the interpreter readable to an unprivileged uid, imports the heavy modules once and builds the
+Landlock ruleset. Per call it forks: the child becomes pid 1 of a fresh pid namespace (so every
+process it starts dies with it), locks itself down (child.lock_down) and runs the job. The zygote
+enforces wall time by SIGKILL from outside, caps what it reads, and replies to the host.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import signal
+import stat
+import sys
+import time
+import traceback
+
+from . import harden
+from .protocol import encode, read_msg, write_all
+
+SCRATCH = "/tmp/scratch"
+RESULT_CAP = 1 << 20
+
+
+class Zygote:
+    def __init__(self, kind: str, uid: int, network: bool) -> None:
+        self.kind, self.uid, self.network = kind, uid, network
+        self.report: dict[str, list] = {}
+        self.rulesets: dict[tuple, int] = {}
+        self.compiled: dict[tuple, object] = {}
+        self.pidns_fd: int | None = None
+        self.seccomp: bytes | None = None
+        self.abi = 0
+
+    def note(self, key: str, ok: bool, reason: str) -> None:
+        self.report[key] = [bool(ok), reason]
+
+    # ------------------------------------------------------------ setup
+    def setup(self) -> None:
+        is_root = os.geteuid() == 0
+        flags = harden.CLONE_NEWNS | harden.CLONE_NEWIPC | harden.CLONE_NEWUTS
+        if not self.network:
+            flags |= harden.CLONE_NEWNET
+        try:
+            harden.unshare(flags)
+            self.note("mount_ns", True, "private mount namespace: tmpfs /tmp, home directories hidden")
+            self.note("net_ns", not self.network, "empty network namespace (no interfaces up)" if not self.network
+                      else "network requested by the caller: host network namespace")
+            self.note("ipc_uts_ns", True, "private IPC and UTS namespaces")
+            self._mounts()
+        except OSError as e:
+            for key in ("mount_ns", "net_ns", "ipc_uts_ns"):
+                self.note(key, False, f"{e} (needs root or CAP_SYS_ADMIN)")
+        try:
+            self.pidns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+            harden.unshare(harden.CLONE_NEWPID)
+            harden.setns(self.pidns_fd, harden.CLONE_NEWPID)
+            self.note("pid_ns", True, "each call is pid 1 of its own pid namespace: all its processes die with it")
+        except OSError as e:
+            self.pidns_fd = None
+            self.note("pid_ns", False, f"{e}; leftover processes are killed by uid instead")
+        self.abi = harden.landlock_abi()
+        self.note("landlock_fs", self.abi >= 1, f"Landlock ABI {self.abi}: read only the interpreter, libraries and "
+                  "declared paths; write only the scratch dir" if self.abi else "kernel has no Landlock")
+        self.note("landlock_net", self.abi >= 4 and not self.network, f"Landlock ABI {self.abi} TCP bind/connect denied"
+                  if self.abi >= 4 and not self.network else "not applied (network requested or ABI < 4)")
+        self.note("landlock_scope", self.abi >= 6, "signals and abstract unix sockets scoped to the sandbox"
+                  if self.abi >= 6 else f"needs Landlock ABI 6, have {self.abi}")
+        if harden.X86_64:
+            self.seccomp = harden.seccomp_program()
+            self.note("seccomp", True, f"deny filter: {len(harden.DENIED_SYSCALLS)} syscalls, namespace clone flags, "
+                      "clone3, non-inet socket families")
+        else:
+            self.note("seccomp", False, "filter only written for x86_64")
+        self.note("uid_drop", is_root, f"per-slot uid (this worker: {self.uid}), no supplementary groups" if is_root else
+                  "not root: cannot switch to a per-slot uid (RLIMIT_NPROC shared with the host user)")
+        self.note("rlimits", True, "CPU, address space, file size, processes, open files, core=0")
+        self.note("cgroups", False, "not used: per-slot uid + RLIMIT_NPROC + pid namespace bound processes, "
+                  "RLIMIT_AS bounds memory")
+        self.note("env_empty", True, "child environment holds only the declared variables (+HOME/TMPDIR=scratch)")
+        from .policy import preimport
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        self.preimported = preimport() if self.kind == "grader" else []
+        import agentrl.trajectory  # noqa: F401  (pure python, used by the grader harness)
+        self.base_read = self._read_allowlist()
+
+    def _mounts(self) -> None:
+        harden.mount(None, "/", None, harden.MS_REC | harden.MS_PRIVATE)
+        harden.mount("tmpfs", "/tmp", "tmpfs", harden.MS_NOSUID | harden.MS_NODEV, "size=256m,mode=1777")
+        # Paths the interpreter needs may sit below a directory the unprivileged uid cannot enter
+        # (/root/.pyenv under /root 0700): cover that directory with a tmpfs holding only bind mounts.
+        needed = sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, *sys.path) if p and os.path.isdir(p)})
+        needed = [p for p in needed if not any(p != q and p.startswith(q + "/") for q in needed)]
+        by_dir: dict[str, list[str]] = {}
+        for p in needed:
+            parts = p.split("/")
+            for i in range(2, len(parts)):
+                anc = "/".join(parts[:i])
+                if not os.stat(anc).st_mode & stat.S_IXOTH:
+                    by_dir.setdefault(anc, []).append(p)
+                    break
+        for anc, paths in by_dir.items():
+            staged = []
+            for n, p in enumerate(paths):
+                st = f"/tmp/.stage{n}"
+                os.mkdir(st)
+                harden.mount(p, st, None, harden.MS_BIND | harden.MS_REC)
+                staged.append((st, p))
+            harden.mount("tmpfs", anc, "tmpfs", harden.MS_NOSUID | harden.MS_NODEV, "size=1m,mode=755")
+            for st, p in staged:
+                os.makedirs(p, mode=0o755, exist_ok=True)
+                harden.mount(st, p, None, harden.MS_MOVE)
+                os.rmdir(st)
+            self.report.setdefault("hidden_dirs", [True, ""])[1] += f"{anc} (only {', '.join(paths)} visible) "
+
+    def _read_allowlist(self) -> list[str]:
+        paths = {os.path.realpath(p) for p in (sys.base_prefix + "/lib", sys.prefix + "/lib", *sys.path) if p}
+        paths |= {"/usr/lib", "/lib", "/lib64", "/usr/lib64", "/usr/local/lib", "/dev/null", "/dev/urandom",
+                  "/dev/zero"}
+        return sorted(p for p in paths if os.path.exists(p))
+
+    def ruleset(self, read_paths: tuple[str, ...]) -> int | None:
+        if self.abi < 1:
+            return None
+        if read_paths not in self.rulesets:
+            self.rulesets[read_paths] = harden.landlock_ruleset(
+                self.base_read + list(read_paths), [SCRATCH, "/dev/null"], deny_tcp=not self.network, abi=self.abi)
+        return self.rulesets[read_paths]
+
+    def fresh_scratch(self) -> None:
+        try:
+            if os.listdir(SCRATCH):
+                shutil.rmtree(SCRATCH, ignore_errors=True)
+        except FileNotFoundError:
+            pass
+        if not os.path.isdir(SCRATCH):
+            os.mkdir(SCRATCH, 0o700)
+            if os.geteuid() == 0:
+                os.chown(SCRATCH, self.uid, self.uid)
+
+    # ------------------------------------------------------------ one call
+    def run(self, job, *, timeout: float, memory_mb: int, read_paths=(), env=None, stdin: bytes = b"",
+            out_cap: int = 0, err_cap: int = 8192, nproc: int = 16, fsize_mb: int = 64) -> dict:
+        self.fresh_scratch()
+        r_res, w_res = os.pipe()
+        r_out, w_out = os.pipe() if out_cap else (None, os.open("/dev/null", os.O_WRONLY))
+        r_err, w_err = os.pipe() if err_cap else (None, os.open("/dev/null", os.O_WRONLY))
+        w_in = os.memfd_create("stdin")
+        write_all(w_in, stdin)
+        os.lseek(w_in, 0, os.SEEK_SET)
+        ruleset = self.ruleset(tuple(read_paths))
+        limits = dict(cpu_s=int(timeout) + 1, address_space=harden.vm_size() + memory_mb * (1 << 20),
+                      fsize=fsize_mb << 20, nproc=nproc)
+        if self.pidns_fd is not None:
+            harden.unshare(harden.CLONE_NEWPID)
+        try:
+            pid = os.fork()
+        except BaseException:
+            if self.pidns_fd is not None:
+                harden.setns(self.pidns_fd, harden.CLONE_NEWPID)
+            raise
+        if pid and self.pidns_fd is not None:
+            harden.setns(self.pidns_fd, harden.CLONE_NEWPID)
+        if pid == 0:
+            try:
+                from .child import lock_down
+                lock_down(fds=(w_in, w_out, w_err, w_res), ruleset_fd=ruleset, seccomp=self.seccomp,
+                          uid=self.uid if os.geteuid() == 0 else None, scratch=SCRATCH, env=dict(env or {}), **limits)
+                job()
+            except BaseException:  # noqa: BLE001
+                try:
+                    traceback.print_exc(file=sys.stderr)
+                finally:
+                    os._exit(121)
+            os._exit(0)
+        for fd in (w_res, w_out, w_err, w_in):
+            os.close(fd)
+        return self._collect(pid, timeout, r_res, r_out, r_err, out_cap, err_cap)
+
+    def _collect(self, pid, timeout, r_res, r_out, r_err, out_cap, err_cap) -> dict:
+        start = time.monotonic()
+        deadline = start + timeout
+        pidfd = os.pidfd_open(pid)
+        bufs = {r_res: bytearray(), r_out: bytearray(), r_err: bytearray()}
+        caps = {r_res: RESULT_CAP, r_out: out_cap, r_err: err_cap}
+        open_fds = [fd for fd in (r_res, r_out, r_err) if fd is not None]
+        poller = select.poll()
+        for fd in open_fds + [pidfd]:
+            poller.register(fd, select.POLLIN)
+        timed_out, overflow, exited_at = False, None, None
+        while open_fds or exited_at is None:
+            now = time.monotonic()
+            if exited_at is None and now >= deadline and not timed_out:
+                timed_out = True
+                os.kill(pid, signal.SIGKILL)
+            if exited_at is not None and now - exited_at > 1.0:
+                break  # a descendant outside a pid namespace still holds a pipe: stop listening
+            wait_s = 1.0 if timed_out or exited_at is not None else deadline - now
+            for fd, _ in poller.poll(max(wait_s, 0.0) * 1000):
+                if fd == pidfd:
+                    exited_at = time.monotonic()
+                    poller.unregister(pidfd)
+                    continue
+                data = os.read(fd, 65536)
+                if not data:
+                    poller.unregister(fd)
+                    open_fds.remove(fd)
+                    continue
+                buf = bufs[fd]
+                buf += data
+                if fd == r_err:
+                    del buf[:-err_cap]
+                elif len(buf) > caps[fd] and not overflow:
+                    overflow = "result" if fd == r_res else "stdout"
+                    del buf[caps[fd]:]
+                    os.kill(pid, signal.SIGKILL)
+                elif overflow:
+                    del buf[caps[fd]:]
+        _, status = os.waitpid(pid, 0)
+        os.close(pidfd)
+        for fd in (r_res, r_out, r_err):
+            if fd is not None:
+                os.close(fd)
+        self.fresh_scratch()
+        code = os.waitstatus_to_exitcode(status)
+        return {"exit": code, "timed_out": bool(timed_out), "overflow": overflow,
+                "elapsed": time.monotonic() - start}, [bytes(bufs[r_res]), bytes(bufs[r_out]), bytes(bufs[r_err])]
+
+    # ------------------------------------------------------------ requests
+    def handle(self, header: dict, blobs: list[bytes]):
+        op = header.get("op")
+        from . import child
+        if op == "grade":
+            source, payload = blobs[0].decode("utf-8", "replace"), blobs[1]
+            filename = str(header.get("filename") or "grader.py")
+            key = (filename, source)
+            code = self.compiled.get(key)
+            if code is None:
+                from .policy import GraderSourceError, compile_grader
+                try:
+                    code = compile_grader(source, filename)
+                except GraderSourceError as e:
+                    code = e
+                if len(self.compiled) > 256:
+                    self.compiled.clear()
+                self.compiled[key] = code
+            if isinstance(code, Exception):
+                return {"compile_error": str(code)}, []
+            env = header.get("env") or {}
+            return self.run(lambda: child.run_grader(code, filename, source, payload, env), timeout=header["timeout"],
+                            memory_mb=header["memory_mb"], read_paths=header.get("read_paths") or (), env=env)
+        if op == "test":
+            code = blobs[0].decode("utf-8", "replace")
+            mode = header["mode"]
+            if mode == "stdio":
+                job = lambda: child.run_stdio(code)  # noqa: E731
+            elif mode == "probe":
+                job = lambda: child.run_probe(code, blobs[1].decode())  # noqa: E731
+            else:
+                job = lambda: child.run_assert(code, blobs[1].decode(), header["nonce"])  # noqa: E731
+            return self.run(job, timeout=header["timeout"], memory_mb=header["memory_mb"], stdin=blobs[2],
+                            out_cap=header["out_cap"], err_cap=8192, nproc=header.get("nproc", 16))
+        if op == "selftest":
+            return self.run(lambda: child.self_test(header.get("port")), timeout=5, memory_mb=256)
+        if op == "ping":
+            return {"pong": os.getpid()}, []
+        return {"error": f"unknown op {op!r}"}, []
+
+
+def main() -> None:
+    kind, uid, network = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+    proto_in, proto_out = os.dup(0), os.dup(1)
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1):
+        os.dup2(null, fd)
+    os.set_inheritable(proto_in, False)
+    os.set_inheritable(proto_out, False)
+    z = Zygote(kind, uid, network)
+    try:
+        z.setup()
+        hello = {"ready": True, "report": z.report, "preimported": z.preimported, "pid": os.getpid()}
+    except BaseException as e:  # noqa: BLE001
+        hello = {"ready": False, "error": f"{type(e).__name__}: {e}", "report": z.report}
+    write_all(proto_out, encode(hello))
+    if not hello["ready"]:
+        sys.exit(1)
+    while True:
+        try:
+            header, blobs = read_msg(proto_in)
+        except EOFError:
+            return
+        try:
+            reply = z.handle(header, blobs)
+        except Exception as e:  # noqa: BLE001 - report and keep serving
+            reply = ({"error": f"zygote: {type(e).__name__}: {e}"}, [])
+        write_all(proto_out, encode(*reply))
+
+
+if __name__ == "__main__":
+    main()
