@@ -133,21 +133,13 @@ class ToolHub:
         """The tools ``name`` lists, after its allow-list (cached for the hub's life)."""
         srv = self._server(name)
         if srv.tools is None:
+            # a stateful server is listed through a throwaway session, never a rollout's
+            lister = RolloutSession(self, "(tools/list)") if srv.spec.stateful else None
             try:
-                if srv.spec.stateful:  # list through a throwaway session, not a rollout's
-                    conn = Connection(srv.spec)
-                    await conn.start()
-                    try:
-                        tools = await asyncio.wait_for(conn.list_tools(), srv.spec.timeout)
-                    finally:
-                        await conn.close()
-                else:
-                    conn = await self._shared(srv)
-                    tools = await asyncio.wait_for(conn.list_tools(), srv.spec.timeout)
-            except asyncio.TimeoutError:
-                raise ToolInfraError(name, f"tools/list took longer than {srv.spec.timeout}s", "timeout") from None
-            except TransportFailure as exc:
-                raise ToolInfraError(name, exc) from exc
+                tools = await self._attempt(srv, "tools/list", lambda conn: conn.list_tools(), lister)
+            finally:
+                if lister is not None:
+                    await lister.aclose()
             allow = srv.spec.tools
             srv.tools = [t for t in tools if allow is None or t.name in allow]
         return srv.tools
@@ -171,38 +163,41 @@ class ToolHub:
     async def invoke(self, server: str, tool: str, arguments: dict, rollout_id: str | None, session: "RolloutSession | None" = None) -> CallOutcome:
         """Call one tool with the server's concurrency cap, timeout, retries and circuit breaker."""
         srv = self._server(server)
+        return await self._attempt(srv, repr(tool), lambda conn: conn.call_tool(tool, arguments, rollout_id), session, record=True)
+
+    async def _attempt(self, srv: _Server, what: str, op, session: "RolloutSession | None", record: bool = False) -> Any:
+        """Run ``op(connection)``: cap, timeout, retries with backoff on transport failures, breaker."""
         spec, attempt = srv.spec, 0
+        per_rollout = spec.stateful and session is not None
         while True:
             if not srv.breaker.allow():
                 srv.stats.record(0.0, "circuit_open")
-                raise ToolInfraError(server, f"circuit open after {srv.breaker.consecutive} consecutive failures; "
+                raise ToolInfraError(spec.name, f"circuit open after {srv.breaker.consecutive} consecutive failures; "
                                      f"failing fast for {srv.breaker.retry_after():.1f}s more", "circuit_open")
             conn = None
             async with srv.sem:
                 start = time.perf_counter()
                 try:
-                    conn = await (session._connection(srv) if spec.stateful and session else self._shared(srv))
-                    outcome = await asyncio.wait_for(conn.call_tool(tool, arguments, rollout_id), spec.timeout)
+                    conn = await (session._connection(srv) if per_rollout else self._shared(srv))
+                    result = await asyncio.wait_for(op(conn), spec.timeout)
                 except asyncio.TimeoutError:
                     srv.breaker.failure()
                     srv.stats.record(time.perf_counter() - start, "timeout")
-                    raise ToolInfraError(server, f"no answer from {tool!r} within {spec.timeout}s", "timeout") from None
+                    raise ToolInfraError(spec.name, f"no answer to {what} within {spec.timeout}s", "timeout") from None
                 except TransportFailure as failure:
                     srv.breaker.failure()
                     srv.stats.record(time.perf_counter() - start, failure.kind)
                     if conn is not None:
-                        if spec.stateful and session:
-                            await session._discard(server, conn)
-                        else:
-                            await self._discard_shared(srv, conn)
+                        await (session._discard(spec.name, conn) if per_rollout else self._discard_shared(srv, conn))
                     if attempt >= spec.retries:
-                        raise ToolInfraError(server, failure) from failure
+                        raise ToolInfraError(spec.name, failure) from failure
                     attempt += 1
                     srv.stats.retries += 1
                 else:
                     srv.breaker.success()
-                    srv.stats.record(time.perf_counter() - start, "tool_error" if outcome.is_error else "ok")
-                    return outcome
+                    if record:
+                        srv.stats.record(time.perf_counter() - start, "tool_error" if result.is_error else "ok")
+                    return result
             await asyncio.sleep(backoff(attempt))
 
     @asynccontextmanager

@@ -1,0 +1,129 @@
+"""Real servers for the tool tests: the calculator and a probe server (stdio and HTTP on loopback),
+a loopback HTTP server that only answers 503, and a third-party MCP server from npm."""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+PROBE = str(HERE / "servers" / "probe_server.py")
+REPO = HERE.parent.parent
+EVERYTHING_VERSION = "2026.8.31"
+EVERYTHING_INSTALL = (
+    f"npm install --prefix .cache/mcp-everything @modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"
+)
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen, deadline: float = 30.0) -> None:
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"server did not listen on port {port} within {deadline}s")
+
+
+def start_http(args: list[str]):
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, *args, "--http", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait_for_port(port, proc)
+    return proc, f"http://127.0.0.1:{port}/mcp"
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="session")
+def calc_http():
+    proc, url = start_http(["-m", "agentrl_calculator"])
+    yield url
+    stop(proc)
+
+
+@pytest.fixture(scope="session")
+def probe_http():
+    proc, url = start_http([PROBE])
+    yield url
+    stop(proc)
+
+
+@pytest.fixture
+def calc_stdio():
+    return {"command": sys.executable, "args": ["-m", "agentrl_calculator"]}
+
+
+@pytest.fixture
+def probe_stdio():
+    return {"command": sys.executable, "args": [PROBE]}
+
+
+class _Always503(http.server.BaseHTTPRequestHandler):
+    hits = 0
+
+    def _answer(self):
+        type(self).hits += 1
+        length = int(self.headers.get("content-length") or 0)
+        self.rfile.read(length)
+        body = b"service unavailable"
+        self.send_response(503)
+        self.send_header("content-type", "text/plain")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_DELETE = _answer
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def always_503():
+    handler = type("Handler", (_Always503,), {"hits": 0})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield handler, f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def everything_server():
+    """@modelcontextprotocol/server-everything, installed from npm (see EVERYTHING_INSTALL)."""
+    env = os.environ.get("AGENTRL_MCP_EVERYTHING")
+    path = Path(env) if env else REPO / ".cache" / "mcp-everything" / "node_modules" / ".bin" / "mcp-server-everything"
+    if not path.exists():
+        pytest.skip(f"third-party MCP server not installed: run `{EVERYTHING_INSTALL}` in the repo root")
+    return {"command": str(path), "args": ["stdio"]}
