@@ -1,0 +1,179 @@
+"""Batched token-in/token-out sampling with a transformers model: the engine of the CPU rollout.
+
+Requests that arrive while a batch is running wait and go into the next batch. Each batch is
+left-padded and decoded with the KV cache; every sequence has its own length budget and stop
+tokens. Log-probs are those of the sampled tokens under ``softmax(logits / temperature)``, the
+same quantity verl's actor computes, so rollout and trainer log-probs can be compared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+from typing import Any
+
+import torch
+
+
+@dataclasses.dataclass
+class Request:
+    prompt_ids: list[int]
+    max_tokens: int
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = -1
+    stop_token_ids: tuple[int, ...] = ()
+    ignore_eos: bool = False
+    want_logprobs: bool = True
+    future: Any = None  # asyncio.Future set by the batcher
+
+
+@dataclasses.dataclass
+class Result:
+    token_ids: list[int]
+    log_probs: list[float]
+    stop_reason: str  # "completed" (stop token) or "length"
+
+
+def _filter_logits(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
+    """Per-row top-k and top-p filtering of already temperature-scaled logits."""
+    vocab = logits.shape[-1]
+    if bool((top_k > 0).any()):
+        k = torch.where(top_k > 0, top_k.clamp(max=vocab), torch.full_like(top_k, vocab))
+        kth = torch.sort(logits, dim=-1, descending=True).values.gather(-1, (k - 1).unsqueeze(-1))
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if bool((top_p < 1.0).any()):
+        sorted_logits, idx = torch.sort(logits, dim=-1, descending=True)
+        probs = torch.softmax(sorted_logits, dim=-1)
+        cum = probs.cumsum(-1) - probs  # mass strictly before each token
+        remove = cum > top_p.unsqueeze(-1)
+        sorted_logits = sorted_logits.masked_fill(remove, float("-inf"))
+        logits = torch.full_like(logits, float("-inf")).scatter(-1, idx, sorted_logits)
+    return logits
+
+
+@torch.no_grad()
+def generate_batch(model: Any, requests: list[Request], pad_id: int, eos_ids: set[int],
+                   generator: torch.Generator | None = None) -> list[Result]:
+    """Sample continuations for ``requests`` in one left-padded batch with a KV cache."""
+    n = len(requests)
+    lengths = [len(r.prompt_ids) for r in requests]
+    width = max(lengths)
+    input_ids = torch.full((n, width), pad_id, dtype=torch.long)
+    attention = torch.zeros((n, width), dtype=torch.long)
+    for i, r in enumerate(requests):
+        input_ids[i, width - lengths[i]:] = torch.tensor(r.prompt_ids, dtype=torch.long)
+        attention[i, width - lengths[i]:] = 1
+    temps = torch.tensor([max(r.temperature, 1e-6) for r in requests]).unsqueeze(-1)
+    greedy = torch.tensor([r.temperature <= 0 for r in requests])
+    top_k = torch.tensor([r.top_k if r.top_k and r.top_k > 0 else -1 for r in requests])
+    top_p = torch.tensor([r.top_p if r.top_p else 1.0 for r in requests], dtype=torch.float)
+    stops = [set(r.stop_token_ids) | (set() if r.ignore_eos else eos_ids) for r in requests]
+    budget = [r.max_tokens for r in requests]
+
+    out_tokens: list[list[int]] = [[] for _ in range(n)]
+    out_logps: list[list[float]] = [[] for _ in range(n)]
+    done = [b <= 0 for b in budget]
+    reasons = ["length"] * n
+    position_ids = (attention.cumsum(-1) - 1).clamp(min=0)
+    past = None
+    step_ids, step_pos = input_ids, position_ids
+    for _ in range(max(budget)):
+        if all(done):
+            break
+        out = model(input_ids=step_ids, attention_mask=attention, position_ids=step_pos,
+                    past_key_values=past, use_cache=True)
+        past = out.past_key_values
+        logits = out.logits[:, -1, :].float() / temps
+        logp_all = torch.log_softmax(logits, dim=-1)
+        probs = torch.softmax(_filter_logits(logits, top_k, top_p), dim=-1)
+        sampled = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+        chosen = torch.where(greedy, logits.argmax(-1), sampled)
+        chosen_logp = logp_all.gather(-1, chosen.unsqueeze(-1)).squeeze(-1)
+        for i in range(n):
+            if done[i]:
+                continue
+            tok = int(chosen[i])
+            out_tokens[i].append(tok)
+            out_logps[i].append(float(chosen_logp[i]))
+            if tok in stops[i]:
+                done[i], reasons[i] = True, "completed"
+            elif len(out_tokens[i]) >= budget[i]:
+                done[i] = True
+        chosen = torch.where(torch.tensor(done), torch.full_like(chosen, pad_id), chosen)
+        step_ids = chosen.unsqueeze(-1)
+        attention = torch.cat([attention, torch.ones((n, 1), dtype=torch.long)], dim=-1)
+        step_pos = step_pos[:, -1:] + 1
+    return [Result(out_tokens[i], out_logps[i], reasons[i]) for i in range(n)]
+
+
+class Batcher:
+    """Collects concurrent requests and runs them as batches on one worker thread.
+
+    Weight updates take the same lock, so a batch never samples from half-updated weights.
+    """
+
+    def __init__(self, model: Any, pad_id: int, eos_ids: set[int], max_batch: int = 64, seed: int = 0):
+        self.model = model
+        self.pad_id = pad_id
+        self.eos_ids = eos_ids
+        self.max_batch = max_batch
+        self.lock = threading.Lock()
+        self.queue: asyncio.Queue[Request] | None = None
+        self.task: asyncio.Task | None = None
+        self.generator = torch.Generator().manual_seed(seed)
+        self.batches = 0
+        self.sequences = 0
+
+    async def submit(self, request: Request) -> Result:
+        loop = asyncio.get_running_loop()
+        if self.queue is None:
+            self.queue = asyncio.Queue()
+            self.task = loop.create_task(self._run())
+        request.future = loop.create_future()
+        await self.queue.put(request)
+        return await request.future
+
+    async def _run(self) -> None:
+        assert self.queue is not None
+        while True:
+            batch = [await self.queue.get()]
+            await asyncio.sleep(0.005)  # let the rest of a burst arrive
+            while not self.queue.empty() and len(batch) < self.max_batch:
+                batch.append(self.queue.get_nowait())
+            try:
+                results = await asyncio.to_thread(self._generate, batch)
+            except Exception as exc:  # hand the failure to every waiter, keep serving
+                for r in batch:
+                    if not r.future.done():
+                        r.future.set_exception(exc)
+                continue
+            for r, res in zip(batch, results):
+                if not r.future.done():
+                    r.future.set_result(res)
+
+    def _generate(self, batch: list[Request]) -> list[Result]:
+        with self.lock:
+            self.batches += 1
+            self.sequences += len(batch)
+            return generate_batch(self.model, batch, self.pad_id, self.eos_ids, self.generator)
+
+    def load_weights(self, state: dict[str, torch.Tensor]) -> int:
+        """Copy trainer weights in place; returns how many tensors were loaded."""
+        with self.lock:
+            # state_dict(keep_vars=True) also names tied weights (lm_head.weight) that
+            # named_parameters() lists once under the embedding.
+            params = self.model.state_dict(keep_vars=True)
+            loaded = 0
+            unknown = []
+            for name, tensor in state.items():
+                target = params.get(name)
+                if target is None:
+                    unknown.append(name)
+                    continue
+                target.data.copy_(tensor.to(dtype=target.dtype))
+                loaded += 1
+            if unknown:
+                raise KeyError(f"trainer sent weights the rollout model does not have: {unknown[:5]}")
+            return loaded

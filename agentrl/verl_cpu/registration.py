@@ -1,0 +1,21 @@
+"""Register the CPU rollout with verl by name only, without importing it.
+
+verl imports its plugins while ``verl`` itself is being imported; the rollout module imports verl,
+so it is named here as a dotted path and a lazy loader, and imported when verl first asks for it.
+"""
+
+NAME = "agentrl_cpu"
+
+
+def _load_replica():
+    from agentrl.verl_cpu.rollout import CpuRolloutReplica
+
+    return CpuRolloutReplica
+
+
+def register() -> None:
+    from verl.workers.rollout import base
+    from verl.workers.rollout.replica import RolloutReplicaRegistry
+
+    base._ROLLOUT_REGISTRY[(NAME, "async")] = "agentrl.verl_cpu.rollout.CpuServerAdapter"
+    RolloutReplicaRegistry.register(NAME, _load_replica)

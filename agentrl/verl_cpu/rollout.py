@@ -1,0 +1,177 @@
+"""The CPU rollout backend: a Ray actor serving token-in/token-out generation from a transformers model.
+
+It plugs into the two registries verl's trainer reads: ``RolloutReplicaRegistry`` (the replica that
+launches servers) and the rollout-class table (the adapter living in the trainer worker, which pushes
+fresh weights to the server after every update). Selected with ``actor_rollout_ref.rollout.name=agentrl_cpu``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any, Generator, Optional
+
+import ray
+import torch
+
+from verl.workers.rollout.base import BaseRollout
+from verl.workers.rollout.replica import RolloutReplica, TokenOutput
+
+from agentrl.verl_cpu.generation import Batcher, Request
+
+from agentrl.verl_cpu.registration import NAME
+logger = logging.getLogger(__name__)
+
+
+def server_actor_name(replica_rank: int, node_rank: int = 0) -> str:
+    return f"{NAME}_server_{replica_rank}_{node_rank}"
+
+
+class CpuRolloutServer:
+    """One rollout server: holds a copy of the policy and samples from it in batches."""
+
+    def __init__(self, config: Any, model_config: Any, replica_rank: int = 0, **_: Any) -> None:
+        self.config = config
+        self.model_config = model_config
+        self.replica_rank = replica_rank
+        self.global_steps: Optional[int] = None
+        self.batcher: Optional[Batcher] = None
+        self.weight_syncs = 0
+
+    def launch_server(self, **_: Any) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        path = self.model_config.local_path if hasattr(self.model_config, "local_path") else self.model_config["path"]
+        path = path or self.model_config.path
+        torch.set_num_threads(max(1, int(os.environ.get("AGENTRL_ROLLOUT_THREADS", os.cpu_count() or 1))))
+        model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float32, attn_implementation="sdpa")
+        model.eval()
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        eos = set()
+        for source in (tokenizer.eos_token_id, getattr(model.generation_config, "eos_token_id", None)):
+            if isinstance(source, int):
+                eos.add(source)
+            elif isinstance(source, (list, tuple)):
+                eos.update(int(x) for x in source)
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (min(eos) if eos else 0)
+        seed = int(getattr(self.config, "seed", 0) or 0) + self.replica_rank
+        self.batcher = Batcher(model, pad_id=pad, eos_ids=eos, seed=seed,
+                               max_batch=int(getattr(self.config, "max_num_seqs", 64) or 64))
+
+    def get_server_address(self) -> tuple[str, int]:
+        return f"{NAME}-replica-{self.replica_rank}", 0
+
+    async def generate(self, prompt_ids: list[int], sampling_params: dict[str, Any], request_id: str,
+                       image_data: Any = None, video_data: Any = None, **_: Any) -> TokenOutput:
+        if image_data is not None or video_data is not None:
+            raise ValueError("the agentrl CPU rollout serves text models only")
+        assert self.batcher is not None, "launch_server() was not called"
+        params = dict(sampling_params)
+        room = int(self.config.prompt_length) + int(self.config.response_length) - len(prompt_ids)
+        max_tokens = params.pop("max_tokens", params.pop("max_new_tokens", None))
+        if max_tokens is None:
+            max_tokens = min(int(self.config.response_length), room)
+        max_tokens = max(1, min(int(max_tokens), max(room, 1)))
+        request = Request(
+            prompt_ids=[int(t) for t in prompt_ids],
+            max_tokens=max_tokens,
+            temperature=float(params.get("temperature", 1.0)),
+            top_p=float(params.get("top_p", 1.0) or 1.0),
+            top_k=int(params.get("top_k", -1) or -1),
+            stop_token_ids=tuple(int(t) for t in (params.get("stop_token_ids") or ())),
+            ignore_eos=bool(params.get("ignore_eos", False)),
+        )
+        result = await self.batcher.submit(request)
+        return TokenOutput(
+            token_ids=result.token_ids,
+            log_probs=result.log_probs,
+            stop_reason="completed",
+            extra_fields={"global_steps": self.global_steps},
+        )
+
+    def load_weights(self, state: dict[str, torch.Tensor], global_steps: Optional[int] = None) -> int:
+        assert self.batcher is not None, "launch_server() was not called"
+        loaded = self.batcher.load_weights(state)
+        self.weight_syncs += 1
+        if global_steps is not None:
+            self.global_steps = global_steps
+        return loaded
+
+    def stats(self) -> dict[str, int]:
+        b = self.batcher
+        return {"batches": b.batches if b else 0, "sequences": b.sequences if b else 0, "weight_syncs": self.weight_syncs}
+
+    # The control surface verl calls on every rollout server; the CPU server has no device
+    # memory to free or KV cache kept between requests, so these only keep the protocol.
+    async def wake_up(self, *a: Any, **k: Any) -> None: ...
+    async def sleep(self, *a: Any, **k: Any) -> None: ...
+    async def clear_kv_cache(self, *a: Any, **k: Any) -> None: ...
+    async def release_kv_cache(self, *a: Any, **k: Any) -> None: ...
+    async def resume_kv_cache(self, *a: Any, **k: Any) -> None: ...
+    async def abort_all_requests(self, *a: Any, **k: Any) -> None: ...
+    async def resume_generation(self, *a: Any, **k: Any) -> None: ...
+    async def start_profile(self, *a: Any, **k: Any) -> None: ...
+    async def stop_profile(self, *a: Any, **k: Any) -> None: ...
+
+    def set_global_steps(self, global_steps: int) -> None:
+        self.global_steps = global_steps
+
+
+class CpuRolloutReplica(RolloutReplica):
+    """Launches one CpuRolloutServer per replica (CPU replicas are single-node)."""
+
+    async def launch_servers(self) -> None:
+        name = server_actor_name(self.replica_rank) + self.name_suffix
+        server = ray.remote(CpuRolloutServer).options(
+            name=name, num_cpus=0, max_concurrency=self.max_concurrency,
+        ).remote(config=self.config, model_config=self.model_config, replica_rank=self.replica_rank)
+        await server.launch_server.remote()
+        self.servers = [server]
+        self._server_handle = server
+        address, _ = await server.get_server_address.remote()
+        self._server_address = address
+
+    def rollout_worker_use_gpu(self) -> bool:
+        return False
+
+
+class CpuServerAdapter(BaseRollout):
+    """Lives in the trainer worker; pushes the trained weights to its rollout server."""
+
+    def __init__(self, config: Any, model_config: Any, device_mesh: Any, replica_rank: int = -1, **_: Any) -> None:
+        super().__init__(config, model_config, device_mesh)
+        rank = int(os.environ.get("RANK", "0"))
+        world = int(self.config.tensor_model_parallel_size) * int(self.config.data_parallel_size)
+        self.replica_rank = rank // world if replica_rank == -1 else replica_rank
+        self.is_leader_rank = rank % world == 0
+        self._server = None
+
+    def _server_handle(self):
+        if self._server is None:
+            self._server = ray.get_actor(server_actor_name(self.replica_rank))
+        return self._server
+
+    async def resume(self, tags: list[str]) -> None:
+        return None
+
+    async def release(self) -> None:
+        return None
+
+    @torch.no_grad()
+    async def update_weights(self, weights: Generator[tuple[str, torch.Tensor], None, None],
+                             wire_format: str = "named_tensors", global_steps: Optional[int] = None,
+                             **kwargs: Any) -> None:
+        if wire_format != "named_tensors":
+            raise ValueError(f"the agentrl CPU rollout takes wire_format='named_tensors', got {wire_format!r}")
+        started = time.perf_counter()
+        state = {}
+        for name, tensor in weights:
+            if hasattr(tensor, "full_tensor"):
+                tensor = tensor.full_tensor()
+            state[name] = tensor.detach().to("cpu", copy=True)
+        if not self.is_leader_rank:
+            return None
+        await self._server_handle().load_weights.remote(state, global_steps)
+        logger.info("weights synced to rollout in %.3fs (%d tensors)", time.perf_counter() - started, len(state))
+        return None

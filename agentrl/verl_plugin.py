@@ -1,0 +1,37 @@
+"""agentrl's entry in verl's ``verl.plugins`` group: loaded by verl in every process that imports it.
+
+It registers, through verl's own registries and nothing patched on disk:
+- the ``cpu`` platform, chosen automatically when no GPU is present;
+- the ``agentrl_cpu`` rollout backend (transformers, token-in/token-out, weight sync);
+- the ``agentrl`` agent loop (multi-turn, MCP tools, agentrl rewards).
+
+verl swallows plugin import errors at DEBUG level, so failures are logged here at ERROR level with
+the cause: a broken plugin must never look like a missing feature.
+"""
+
+import logging
+import os
+
+logger = logging.getLogger("agentrl.verl_plugin")
+
+
+def _load() -> None:
+    try:
+        from agentrl.verl_cpu import platform
+
+        if not platform.has_accelerator() or os.environ.get("VERL_PLATFORM", "").lower() == platform.NAME:
+            platform.activate()
+        from agentrl.verl_cpu import registration
+
+        registration.register()
+    except Exception:
+        logger.exception("agentrl: could not register the CPU platform and rollout with verl")
+        raise
+    try:
+        from agentrl import agent_loop  # noqa: F401  (registers the "agentrl" agent loop)
+    except Exception:
+        logger.exception("agentrl: could not register the agentrl agent loop with verl")
+        raise
+
+
+_load()
