@@ -15,6 +15,7 @@ from agentrl.rewards.judge import DEFAULT_TEMPLATE, judge_score, pick_api_key, r
 MODEL = "openai/gpt-4o-mini"
 API_BASE = None  # e.g. "http://127.0.0.1:8000/v1" for a local server
 ENV = []  # e.g. ["OPENAI_API_KEY"]; the variables this reward may read
+TIMEOUT = 300.0  # seconds for one grade() call, retries included
 NETWORK = True  # the judge is reached over the network (needed when run in the sandbox)
 # Fields: {item.prompt}, {item.metadata.rubric}, {item.metadata.<any key>}, {sample.final_answer}, ...
 TEMPLATE = DEFAULT_TEMPLATE

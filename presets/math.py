@@ -15,10 +15,11 @@ a timeout makes the sample unscorable, not wrong). Rows without an expected_answ
 from agentrl.rewards.mathcheck import extract_final_answer, score_answer
 
 TOLERANCE = 1e-6  # relative; item.metadata.tolerance overrides it
-TIMEOUT = 5.0  # seconds for one symbolic comparison
+SYMBOLIC_TIMEOUT = 5.0  # seconds for one symbolic comparison; past it the sample is unscorable
+TIMEOUT = 30.0  # seconds for the whole grade() call
 
 
-def grade(sample, item, tolerance=None, partial_credit=None, symbolic_timeout=TIMEOUT):
+def grade(sample, item, tolerance=None, partial_credit=None, symbolic_timeout=SYMBOLIC_TIMEOUT):
     metadata = item["metadata"]
     expected = metadata.get("expected_answer")
     if expected is None or str(expected).strip() == "":

@@ -22,6 +22,7 @@ JUDGE_MODEL = None  # e.g. "openai/gpt-4o-mini"; None = tool check only
 JUDGE_API_BASE = None
 JUDGE_WEIGHT = 0.5
 ENV = []  # e.g. ["OPENAI_API_KEY"] when a judge is used
+TIMEOUT = 300.0  # seconds for one grade() call (a judge with retries can be slow)
 NETWORK = False  # set True when JUDGE_MODEL is set and this file runs in the sandbox
 
 

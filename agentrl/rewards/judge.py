@@ -39,7 +39,7 @@ then end with a line of exactly this form: Score: N/10"""
 
 _FIELD = re.compile(r"\{\{?\s*((?:item|sample)(?:\.\w+)+)\s*\}?\}")
 _FRACTION = re.compile(r"(-?\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?)", re.I)
-_LABELLED = re.compile(r"score\W{0,3}\s*(?:is|of|=|:)?\s*\**\s*(-?\d+(?:\.\d+)?)(?:\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?))?", re.I)
+_LABELLED = re.compile(r"score\**\s*(?:is|of|=|:)?\s*\**\s*(-?\d+(?:\.\d+)?)\**(?:\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?))?", re.I)
 _JSON = re.compile(r"\{[^{}]*\"score\"[^{}]*\}", re.I)
 _BARE = re.compile(r"^\W*(-?\d+(?:\.\d+)?)\W*$")
 

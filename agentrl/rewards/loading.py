@@ -145,7 +145,7 @@ async def _in_thread_async(fn: Callable[[], Any], timeout: float, name: str) -> 
 
 
 def file_declarations(source: str, filename: str) -> dict:
-    """Top-level ``ENV = [...]`` and ``NETWORK = True`` of a reward file, read without running it."""
+    """Top-level ``ENV = [...]``, ``NETWORK = True`` and ``TIMEOUT = 10.0`` of a reward file, read without running it."""
     try:
         tree = ast.parse(source, filename)
     except SyntaxError as exc:
@@ -154,7 +154,7 @@ def file_declarations(source: str, filename: str) -> dict:
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             key = node.targets[0].id
-            if key in ("ENV", "NETWORK"):
+            if key in ("ENV", "NETWORK", "TIMEOUT"):
                 try:
                     found[key] = ast.literal_eval(node.value)
                 except ValueError:
@@ -189,7 +189,7 @@ def _sandboxed(name: str, path: Path, options: dict) -> Reward:
                                 f"Edit the constants in {path} instead (allowed options: {', '.join(LOADER_OPTIONS)})")
     env = resolve_env(name, list(dict.fromkeys([*decl.get("ENV", []), *options.get("env", [])])))
     network = bool(options.get("network", decl.get("NETWORK", False)))
-    timeout = float(options.get("timeout", 10.0))
+    timeout = float(options.get("timeout", decl.get("TIMEOUT", 10.0)))
     memory_mb = int(options.get("memory_mb", 512))
     read_paths = tuple(options.get("read_paths", ()))
     try:
@@ -228,7 +228,7 @@ def _in_process(name: str, fn: Callable, origin: str, options: dict) -> Reward:
         version = hashlib.sha256(inspect.getsource(module).encode()).hexdigest()[:12] if module else ""
     except (OSError, TypeError):
         version = ""
-    timeout = float(options.get("timeout", DEFAULT_TIMEOUT))
+    timeout = float(options.get("timeout", getattr(module, "TIMEOUT", DEFAULT_TIMEOUT)))
     return Reward(name, fn, options=kwargs, env=env, timeout=timeout, origin=origin, version=version)
 
 

@@ -1,8 +1,8 @@
 """Find the final answer in a model's response, and only the final answer.
 
 Order: the last ``\\boxed{...}``; else the last "final answer is / answer is / Answer:"; else the last
-number of the last line that has one -- unless that line is a bare list of numbers (a model spraying
-candidates gets nothing). The prompt is cut out first, so echoing the question yields no answer, and only
+number of the last line that has one -- unless that line holds three or more numbers and no "=" (a model
+spraying candidates gets nothing; use \\boxed{} or "Answer:" to be read for sure). The prompt is cut out first, so echoing the question yields no answer, and only
 the tail of a huge response is read.
 """
 
@@ -62,8 +62,8 @@ def _last_number(text: str) -> str | None:
         if not nums:
             continue
         residue = _NUMBER.sub("", line)
-        if len(nums) >= 3 and _LIST_RESIDUE.match(residue):
-            return None  # a bare list of numbers is not an answer
+        if len(nums) >= 3 and (_LIST_RESIDUE.match(residue) or "=" not in residue):
+            return None  # several numbers and no "= result": a list of candidates is not an answer
         return nums[-1].group(0)
     return None
 
