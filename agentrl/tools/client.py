@@ -77,16 +77,18 @@ class _RolloutHeaderTransport(httpx2.AsyncBaseTransport):
         rollout = CURRENT_ROLLOUT.get()
         if rollout is not None:
             request.headers[ROLLOUT_HEADER] = rollout
-        request_id = _jsonrpc_id(request) if request.method == "POST" else None
         try:
             response = await self._inner.handle_async_request(request)
         except httpx2.TransportError as exc:
+            request_id = _jsonrpc_id(request)
             if request_id is None:
                 raise
             return _error_response(request, request_id, _HTTP_TRANSPORT, f"{type(exc).__name__}: {exc}")
-        if response.status_code >= 500 and request_id is not None:
-            await response.aclose()
-            return _error_response(request, request_id, _HTTP_5XX, f"HTTP {response.status_code} from {request.url}")
+        if response.status_code >= 500:
+            request_id = _jsonrpc_id(request)
+            if request_id is not None:
+                await response.aclose()
+                return _error_response(request, request_id, _HTTP_5XX, f"HTTP {response.status_code} from {request.url}")
         return response
 
     async def aclose(self) -> None:
@@ -94,6 +96,9 @@ class _RolloutHeaderTransport(httpx2.AsyncBaseTransport):
 
 
 def _jsonrpc_id(request: httpx2.Request) -> Any:
+    """The JSON-RPC id of a POSTed request (None for GET/DELETE and notifications)."""
+    if request.method != "POST":
+        return None
     try:
         body = json.loads(request.content or b"null")
     except (ValueError, httpx2.RequestNotRead):
@@ -117,7 +122,7 @@ def _transport(spec: ServerSpec, rollout_id: str | None, errlog) -> Any:
     http = httpx2.AsyncClient(
         headers=headers,
         timeout=httpx2.Timeout(spec.connect_timeout, read=max(spec.timeout, 1.0) + 5.0),
-        transport=_RolloutHeaderTransport(httpx2.AsyncHTTPTransport(limits=httpx2.Limits(max_connections=spec.max_concurrency))),
+        transport=_RolloutHeaderTransport(httpx2.AsyncHTTPTransport()),
     )
     return _owned_http(spec.url, http)
 
