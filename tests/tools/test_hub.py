@@ -210,3 +210,17 @@ def test_hub_belongs_to_one_event_loop(calc_stdio):
     assert run(schemas())
     with pytest.raises(RuntimeError, match="one ToolHub per event loop"):
         run(schemas())
+
+
+def test_unreachable_http_server_is_an_infra_error():
+    from .conftest import free_port
+
+    async def main():
+        url = f"http://127.0.0.1:{free_port()}/mcp"  # nothing listens here
+        async with ToolHub.from_config({"gone": {"url": url, "retries": 1}}) as hub:
+            async with hub.rollout("r") as s:
+                with pytest.raises(ToolInfraError) as e:
+                    await s.tool_schemas()
+            assert e.value.server == "gone" and e.value.kind in {"transport", "connect"}
+            assert hub.metrics()["gone"]["retries"] == 1
+    run(main())
