@@ -10,7 +10,7 @@ refuses, or replies without a score ("Score: 7/10", {"score": 0.7}) makes the sa
 Rows without a rubric are not applicable.
 """
 
-from agentrl.rewards.judge import DEFAULT_TEMPLATE, judge_score, pick_api_key, render
+from agentrl.rewards.judge import DEFAULT_TEMPLATE, judge_score_sync, pick_api_key, render
 
 MODEL = "openai/gpt-4o-mini"
 API_BASE = None  # e.g. "http://127.0.0.1:8000/v1" for a local server
@@ -21,14 +21,12 @@ NETWORK = True  # the judge is reached over the network (needed when run in the 
 TEMPLATE = DEFAULT_TEMPLATE
 
 
-async def grade(sample, item, model=MODEL, api_base=API_BASE, template=TEMPLATE, env=None, api_key_env=None,
-                retries=3, backoff=1.0, max_concurrency=8, scale=10.0):
+def grade(sample, item, model=MODEL, api_base=API_BASE, template=TEMPLATE, env=None, api_key_env=None,
+          retries=3, backoff=1.0, max_concurrency=8, scale=10.0):
     if not item["metadata"].get("rubric"):
         return None  # nothing to judge against
-    if env is None:  # run as a file in the sandbox: the declared variables are the environment
-        import os
-
-        env = {name: os.environ[name] for name in ENV if name in os.environ}
+    if env is None:  # running as a file in the sandbox, where getenv() reads only the declared variables
+        env = {name: getenv(name) for name in ENV if getenv(name) is not None}  # noqa: F821
     prompt = render(template, sample, item)
-    return await judge_score(prompt, model=model, api_base=api_base, api_key=pick_api_key(env, api_key_env),
+    return judge_score_sync(prompt, model=model, api_base=api_base, api_key=pick_api_key(env, api_key_env),
                              retries=retries, backoff=backoff, max_concurrency=max_concurrency, scale=scale)

@@ -14,7 +14,7 @@ call over budget (floored at 0). With a rubric and a judge model, the judge's sc
 weight JUDGE_WEIGHT; a judge failure makes the sample unscorable. Rows without expected_tools are not applicable.
 """
 
-from agentrl.rewards.judge import DEFAULT_TEMPLATE, judge_score, pick_api_key, render
+from agentrl.rewards.judge import DEFAULT_TEMPLATE, judge_score_sync, pick_api_key, render
 from agentrl.rewards.toolcheck import tool_calls, tool_score
 
 EXTRA_CALL_PENALTY = 0.1
@@ -26,8 +26,8 @@ TIMEOUT = 300.0  # seconds for one grade() call (a judge with retries can be slo
 NETWORK = False  # set True when JUDGE_MODEL is set and this file runs in the sandbox
 
 
-async def grade(sample, item, extra_call_penalty=EXTRA_CALL_PENALTY, judge_model=JUDGE_MODEL,
-                judge_api_base=JUDGE_API_BASE, judge_weight=JUDGE_WEIGHT, env=None, api_key_env=None, backoff=1.0):
+def grade(sample, item, extra_call_penalty=EXTRA_CALL_PENALTY, judge_model=JUDGE_MODEL,
+          judge_api_base=JUDGE_API_BASE, judge_weight=JUDGE_WEIGHT, env=None, api_key_env=None, backoff=1.0):
     metadata = item["metadata"]
     expected = metadata.get("expected_tools")
     if expected is None:
@@ -35,11 +35,9 @@ async def grade(sample, item, extra_call_penalty=EXTRA_CALL_PENALTY, judge_model
     score = tool_score(expected, tool_calls(sample), ordered=bool(metadata.get("ordered") or metadata.get("order")),
                        budget=metadata.get("max_tool_calls"), extra_call_penalty=extra_call_penalty)
     if judge_model and metadata.get("rubric"):
-        if env is None:
-            import os
-
-            env = {name: os.environ[name] for name in ENV if name in os.environ}
-        judged = await judge_score(render(DEFAULT_TEMPLATE, sample, item), model=judge_model, api_base=judge_api_base,
+        if env is None:  # running as a file in the sandbox, where getenv() reads only the declared variables
+            env = {name: getenv(name) for name in ENV if getenv(name) is not None}  # noqa: F821
+        judged = judge_score_sync(render(DEFAULT_TEMPLATE, sample, item), model=judge_model, api_base=judge_api_base,
                                    api_key=pick_api_key(env, api_key_env), backoff=backoff)
         score = (1 - judge_weight) * score + judge_weight * judged
     return score

@@ -25,10 +25,12 @@ from agentrl.rewards.rewardset import RewardSet, ScoreResult
 
 PRESETS = ("math", "coding", "llm_judge", "tool_use", "custom")
 
-# Modules a preset file (and so a file written by `agentrl reward new`) imports, directly or through the
-# agentrl.rewards helpers, when it runs in the sandbox. The sandbox allow-list must admit these.
+# Modules a preset file (and so a file written by `agentrl reward new`) imports when it runs in the sandbox.
+# The sandbox allow-list must admit these top-level imports, and the zygote should preimport the helpers
+# (agentrl.rewards.mathcheck imports subprocess/select/threading internally; inside the sandbox it compares
+# in a thread instead of spawning). Judge presets also need NETWORK = True and read their key via getenv().
 SANDBOX_IMPORTS = (
-    "re", "json", "math", "fractions", "os",  # os: only for os.environ, filled with the declared ENV
+    "re", "json", "math", "fractions",
     "agentrl.rewards", "agentrl.rewards.errors", "agentrl.rewards.mathcheck", "agentrl.rewards.mathextract",
     "agentrl.rewards.mathnorm", "agentrl.rewards.codecheck", "agentrl.rewards.toolcheck", "agentrl.rewards.judge",
     "sympy", "math_verify",  # the symbolic math check (run in a child process by mathcheck)

@@ -11,6 +11,9 @@ from pathlib import Path
 from agentrl.hookspecs import hookimpl
 
 
+TRUSTED_PRESETS = ("math", "coding", "llm_judge", "tool_use")
+
+
 @hookimpl
 def register_rewards(register):
     from agentrl.presets import coding, llm_judge, math, tool_use

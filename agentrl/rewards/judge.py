@@ -1,6 +1,6 @@
 """An LLM judge through litellm: prompt templates, score parsing, retries, a concurrency cap, a cache.
 
-``await judge_score(prompt, model="openai/gpt-4o-mini", api_key=...)`` returns a score in [0, 1] or
+``judge_score_sync(prompt, model="openai/gpt-4o-mini", api_key=...)`` (or ``await judge_score(...)``) returns a score in [0, 1] or
 raises ``Unscorable`` (judge down after retries, refused, or a reply with no score). A judge failure is
 never a 0. Any litellm provider works; a local OpenAI-compatible server is ``model="openai/<name>",
 api_base="http://127.0.0.1:8000/v1"``. The API key is passed explicitly, never read from os.environ here.
@@ -106,7 +106,7 @@ def parse_score(text: str, scale: float = 10.0) -> float | None:
 
 _cache: OrderedDict = OrderedDict()
 _cache_lock = threading.Lock()
-_semaphores: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]" = weakref.WeakKeyDictionary()
+_semaphores: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict]" = weakref.WeakKeyDictionary()
 CACHE_SIZE = 10_000
 
 
@@ -116,11 +116,11 @@ def clear_cache() -> None:
 
 
 def _semaphore(limit: int) -> asyncio.Semaphore:
-    loop = asyncio.get_running_loop()
-    sem = _semaphores.get(loop)
-    if sem is None:
-        sem = _semaphores[loop] = asyncio.Semaphore(limit)
-    return sem
+    """One semaphore per (event loop, limit): rewards configured with the same cap share it."""
+    per_loop = _semaphores.setdefault(asyncio.get_running_loop(), {})
+    if limit not in per_loop:
+        per_loop[limit] = asyncio.Semaphore(limit)
+    return per_loop[limit]
 
 
 def _litellm():
@@ -140,7 +140,7 @@ def _status(exc: BaseException) -> int | None:
 async def judge_score(prompt: str, *, model: str, api_base: str | None = None, api_key: str | None = None,
                       retries: int = 3, backoff: float = 1.0, max_concurrency: int = 8, request_timeout: float = 60.0,
                       scale: float = 10.0, cache: bool = True) -> float:
-    """Ask the judge model; retry 5xx/429/connection errors with exponential backoff; raise Unscorable on failure."""
+    """Ask the judge model (max_concurrency is per event loop; judge_score_sync shares one); retry 5xx/429/connection errors with exponential backoff; raise Unscorable on failure."""
     key = (model, api_base, prompt)
     if cache:
         with _cache_lock:
@@ -176,6 +176,25 @@ async def judge_score(prompt: str, *, model: str, api_base: str | None = None, a
                     _cache.popitem(last=False)
         return score
     raise Unscorable(f"judge {model}: {last} after {retries} retries")
+
+
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def _judge_loop() -> asyncio.AbstractEventLoop:
+    """One background event loop per process for every judge call, so the cap and the HTTP clients are shared."""
+    global _loop
+    with _loop_lock:
+        if _loop is None or _loop.is_closed():
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="agentrl-judge-loop", daemon=True).start()
+        return _loop
+
+
+def judge_score_sync(prompt: str, **options: Any) -> float:
+    """``judge_score`` for synchronous graders (graders in the sandbox must be sync); blocks this thread only."""
+    return asyncio.run_coroutine_threadsafe(judge_score(prompt, **options), _judge_loop()).result()
 
 
 def pick_api_key(env: dict[str, str] | None, api_key_env: str | None = None) -> str | None:

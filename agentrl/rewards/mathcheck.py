@@ -184,12 +184,31 @@ _POOL: SymbolicPool | None = None
 _POOL_LOCK = threading.Lock()
 
 
+def _compare_in_thread(gold: str, pred: str, timeout: float) -> bool:
+    from agentrl.rewards._mathworker import compare
+
+    box: dict = {}
+    thread = threading.Thread(target=lambda: box.update(r=compare(gold, pred)), daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if "r" not in box:
+        raise Unscorable(f"timeout after {timeout:g}s comparing {pred[:60]!r} with {gold[:60]!r}")
+    return box["r"]
+
+
 def symbolic_equal(gold: str, pred: str, timeout: float = 5.0) -> bool:
+    """math_verify + sympy equality in a killable child process; Unscorable past ``timeout`` seconds."""
     global _POOL
+    if "agentrl.sandbox.child" in sys.modules:
+        # Inside the sandbox there are no child processes to spawn, and the sandbox's own deadline kills us.
+        return _compare_in_thread(gold, pred, timeout)
     with _POOL_LOCK:
         if _POOL is None:
             _POOL = SymbolicPool(int(os.environ.get("AGENTRL_MATH_WORKERS", "2")))
-    return _POOL.equal(gold, pred, timeout)
+    try:
+        return _POOL.equal(gold, pred, timeout)
+    except OSError:  # cannot start a child here; a thread still bounds the wait (but cannot be killed)
+        return _compare_in_thread(gold, pred, timeout)
 
 
 def score_answer(pred: str, gold: str, tolerance: float | None = None, partial_credit=None, timeout: float = 5.0) -> float:
