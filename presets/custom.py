@@ -36,5 +36,5 @@ def grade(sample, item):
     answer = (sample["final_answer"] or "").strip()
     # Example: exact match on the last line, ignoring case and surrounding punctuation.
     last_line = answer.splitlines()[-1] if answer else ""
-    normalise = lambda s: re.sub(r"[^\w.-]+", " ", str(s)).strip().lower()  # noqa: E731
+    normalise = lambda s: re.sub(r"\W+", " ", str(s)).strip().lower()  # noqa: E731
     return 1.0 if normalise(last_line) == normalise(expected) else 0.0

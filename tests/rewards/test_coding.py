@@ -1,0 +1,93 @@
+"""The coding preset: code extraction, and tests run in agentrl.sandbox with verdicts decided outside it."""
+
+import pytest
+from reward_rows import item, sample
+
+from agentrl.rewards import RewardSet, load_reward
+from agentrl.rewards.codecheck import extract_code, normalise_tests
+
+EXTRACT = [
+    ("Here:\n```python\ndef f():\n    return 1\n```\nDone.", "def f():\n    return 1\n"),
+    ("```py\nx = 1\n```\nthen\n```python\nx = 2\n```", "x = 2\n"),
+    ("```bash\nls\n```\n```python\nx = 3\n```\n```text\noutput\n```", "x = 3\n"),
+    ("```\ny = 4\n```", "y = 4\n"),
+    ("def g():\n    return 5", "def g():\n    return 5"),
+    ("", ""),
+]
+
+
+@pytest.mark.parametrize("text, code", EXTRACT)
+def test_extract_code(text, code):
+    assert extract_code(text) == code
+
+
+def test_normalise_tests():
+    assert normalise_tests(["assert f(1) == 2", {"stdin": "1", "expected_stdout": "2\n"}]) == [
+        {"type": "assert", "code": "assert f(1) == 2"}, {"type": "stdio", "stdin": "1", "expected_stdout": "2\n"}]
+    with pytest.raises(ValueError, match=r"metadata.tests\[0\]"):
+        normalise_tests([{"foo": 1}])
+
+
+def test_no_tests_is_not_applicable():
+    assert load_reward("coding")(sample("def f(): pass"), item("q")) is None
+
+
+def sandbox_or_skip():
+    try:
+        from agentrl.sandbox import get_sandbox
+    except ImportError:
+        pytest.skip("agentrl.sandbox is not built yet")
+    return get_sandbox()
+
+
+TESTS = [
+    {"type": "assert", "code": "assert add(2, 3) == 5"},
+    {"type": "assert", "code": "assert add(-1, 1) == 0"},
+    {"type": "stdio", "stdin": "2 3\n", "expected_stdout": "5\n"},
+    {"type": "stdio", "stdin": "10 20\n", "expected_stdout": "30\n"},
+]
+GOOD = """```python
+import sys
+
+def add(a, b):
+    return a + b
+
+if __name__ == "__main__":
+    a, b = map(int, sys.stdin.read().split())
+    print(add(a, b))
+```"""
+
+CASES = [
+    ("correct", GOOD, 1.0),
+    ("assert half right", "def add(a, b):\n    return a + b\n", 0.5),  # no stdin handling
+    ("wrong", "def add(a, b):\n    return a - b\n", 0.0),
+    ("prints PASSED", "print('PASSED')\nprint('All tests passed')", 0.0),
+    ("exits early", "import sys\nsys.exit(0)\ndef add(a, b):\n    return 0\n", 0.0),
+    ("os._exit early", "import os\nos._exit(0)\n", 0.0),
+    ("raises", "raise SystemExit('ok')", 0.0),
+    ("empty", "", 0.0),
+    ("colon", ":", 0.0),
+    ("says correct", "correct", 0.0),
+    ("huge output", "print('5\\n' * 2_000_000)", 0.0),
+    ("hangs", "while True:\n    pass\n", 0.0),
+]
+
+
+@pytest.mark.parametrize("label, answer, score", CASES, ids=[c[0] for c in CASES])
+def test_coding_in_sandbox(label, answer, score):
+    sandbox_or_skip()
+    reward = load_reward("coding", timeout_per_test=2.0, timeout=120)
+    assert reward(sample(answer), item("write add", tests=TESTS)) == pytest.approx(score)
+
+
+def test_sandbox_failure_is_unscorable(monkeypatch):
+    sandbox_or_skip()
+    from agentrl import sandbox
+
+    class Broken:
+        def run_tests(self, *a, **k):
+            raise sandbox.SandboxError("isolation too weak", "weak_isolation")
+
+    monkeypatch.setattr(sandbox, "get_sandbox", lambda: Broken())
+    result = RewardSet(["coding"]).score(sample(GOOD), item("q", tests=TESTS))
+    assert result.score is None and result.unscorable == "coding: sandbox failed: weak_isolation"
