@@ -9,6 +9,7 @@ import os
 import threading
 
 from . import verdicts
+from .policy import HEAVY, imported_modules
 from .pool import Pool, blob_limit_ok
 from .protocol import short
 from .results import Check, GraderCodeError, IsolationReport, SandboxError, TestVerdict
@@ -25,12 +26,14 @@ class Sandbox:
         self._pools: dict[tuple[str, bool], Pool] = {}
         self._lock = threading.Lock()
         self._report: IsolationReport | None = None
+        self._kinds: dict[str, str] = {}
 
     def _pool(self, kind: str, network: bool = False) -> Pool:
         with self._lock:
             key = (kind, network)
             if key not in self._pools:
-                index = {("grader", False): 0, ("grader", True): 1, ("code", False): 2}[key]
+                index = {("grader", False): 0, ("grader_heavy", False): 1, ("code", False): 2,
+                         ("grader", True): 3, ("grader_heavy", True): 4}[key]
                 self._pools[key] = Pool(kind, index, self.size, network)
             return self._pools[key]
 
@@ -59,9 +62,19 @@ class Sandbox:
         blob_limit_ok(payload)
         header = {"op": "grade", "filename": str(filename), "env": env, "read_paths": read_paths,
                   "timeout": float(timeout), "memory_mb": int(memory_mb)}
-        status, blobs = self._pool("grader", network).call(header, [source.encode("utf-8", "replace"), payload],
+        kind = self._grader_kind(source)
+        status, blobs = self._pool(kind, network).call(header, [source.encode("utf-8", "replace"), payload],
                                                            float(timeout) + GRACE_S)
         return _grader_value(status, blobs, filename, timeout, memory_mb, max_abs)
+
+    def _grader_kind(self, source: str) -> str:
+        kind = self._kinds.get(source)
+        if kind is None:
+            kind = "grader_heavy" if imported_modules(source) & HEAVY else "grader"
+            if len(self._kinds) > 1024:
+                self._kinds.clear()
+            self._kinds[source] = kind
+        return kind
 
     async def arun_grader(self, *args, **kwargs) -> float | None:
         return await asyncio.to_thread(self.run_grader, *args, **kwargs)

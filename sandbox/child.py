@@ -21,7 +21,8 @@ RESULT_FD = 3
 
 
 def lock_down(*, fds: tuple[int, int, int, int], ruleset_fd: int | None, seccomp: bytes | None, uid: int | None,
-              cpu_s: int, address_space: int, fsize: int, nproc: int, scratch: str, env: dict[str, str]) -> None:
+              cpu_s: int, address_space: int, fsize: int, nproc: int, scratch: str, env: dict[str, str],
+              stdio: bool = False) -> None:
     """Irreversibly confine this (already forked) process. Order matters: limits and Landlock need
     root or no_new_privs, the uid drop must precede the parent-death signal, seccomp comes last."""
     os.setsid()
@@ -46,6 +47,8 @@ def lock_down(*, fds: tuple[int, int, int, int], ruleset_fd: int | None, seccomp
         harden.seccomp_install(seccomp)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGALRM):
         signal.signal(sig, signal.SIG_DFL)
+    if not stdio:
+        return
     sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), errors="replace")
     sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), errors="backslashreplace")
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), errors="backslashreplace", write_through=True)

@@ -24,8 +24,28 @@ ALLOWED_IMPORTS = frozenset({
     "operator", "heapq", "bisect", "random", "textwrap", "datetime", "typing", "dataclasses", "enum",
     "copy", "mpmath", "ast",
 })
-PREIMPORT = ("sympy", "math_verify", "numpy", "json", "re", "fractions", "decimal", "statistics", "collections",
-             "itertools", "functools", "string", "difflib", "unicodedata", "heapq", "bisect", "textwrap")
+# Forking cost grows with the zygote's memory (sympy+numpy roughly triple it), so graders that import
+# none of HEAVY run in a light zygote and the others in one with HEAVY pre-imported.
+HEAVY = frozenset({"sympy", "math_verify", "latex2sympy2_extended", "numpy", "mpmath"})
+LIGHT_PREIMPORT = ("json", "re", "math", "cmath", "fractions", "decimal", "statistics", "collections", "itertools",
+                   "functools", "string", "difflib", "unicodedata", "heapq", "bisect", "textwrap", "random",
+                   "datetime", "operator", "copy", "typing", "dataclasses", "enum", "ast")
+HEAVY_PREIMPORT = ("sympy", "math_verify", "numpy")
+
+
+def imported_modules(source: str) -> set[str]:
+    """Top-level names a grader imports (RestrictedPython forbids __import__, so this is exact)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module.split(".")[0])
+    return names
 
 # What to write instead, keyed by a regex over RestrictedPython's message.
 _ADVICE = [
@@ -158,20 +178,21 @@ def grader_globals(filename: str, getenv) -> dict:
     }
 
 
-def preimport() -> list[str]:
-    """Import the heavy modules graders use, once, in the zygote. Returns the ones present."""
+def preimport(heavy: bool) -> list[str]:
+    """Import the modules graders use, once, in the zygote. Returns the ones present."""
     done = []
-    for name in PREIMPORT:
+    for name in LIGHT_PREIMPORT + (HEAVY_PREIMPORT if heavy else ()):
         try:
             __import__(name)
             done.append(name)
         except Exception:  # noqa: BLE001 - an optional module missing is fine
             pass
-    try:
-        import math_verify.parser  # noqa: F401  (lazy submodules of the verifier)
-        import math_verify.grader  # noqa: F401
-    except Exception:  # noqa: BLE001
-        pass
+    if heavy:
+        try:
+            import math_verify.grader  # noqa: F401  (lazy submodules of the verifier)
+            import math_verify.parser  # noqa: F401
+        except Exception:  # noqa: BLE001
+            pass
     return done
 
 

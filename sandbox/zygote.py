@@ -9,6 +9,7 @@ enforces wall time by SIGKILL from outside, caps what it reads, and replies to t
 
 from __future__ import annotations
 
+import gc
 import os
 import select
 import shutil
@@ -34,6 +35,7 @@ class Zygote:
         self.pidns_fd: int | None = None
         self.seccomp: bytes | None = None
         self.abi = 0
+        self.null: int | None = None
 
     def note(self, key: str, ok: bool, reason: str) -> None:
         self.report[key] = [bool(ok), reason]
@@ -83,8 +85,10 @@ class Zygote:
         self.note("env_empty", True, "child environment holds only the declared variables (+HOME/TMPDIR=scratch)")
         from .policy import preimport
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-        self.preimported = preimport() if self.kind == "grader" else []
-        import agentrl.trajectory  # noqa: F401  (pure python, used by the grader harness)
+        self.preimported = preimport(self.kind == "grader_heavy") if self.kind.startswith("grader") else []
+        import fcntl  # noqa: F401  (everything the child harness uses is imported before forking)
+        import agentrl.trajectory  # noqa: F401
+        from . import child, policy  # noqa: F401
         self.base_read = self._read_allowlist()
 
     def _mounts(self) -> None:
@@ -142,15 +146,20 @@ class Zygote:
                 os.chown(SCRATCH, self.uid, self.uid)
 
     # ------------------------------------------------------------ one call
-    def run(self, job, *, timeout: float, memory_mb: int, read_paths=(), env=None, stdin: bytes = b"",
-            out_cap: int = 0, err_cap: int = 8192, nproc: int = 16, fsize_mb: int = 64) -> dict:
+    def run(self, job, *, timeout: float, memory_mb: int, read_paths=(), env=None, stdin: bytes | None = None,
+            out_cap: int = 0, err_cap: int = 0, nproc: int = 16, fsize_mb: int = 64, stdio: bool = False) -> dict:
         self.fresh_scratch()
+        if self.null is None:
+            self.null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
         r_res, w_res = os.pipe()
-        r_out, w_out = os.pipe() if out_cap else (None, os.open("/dev/null", os.O_WRONLY))
-        r_err, w_err = os.pipe() if err_cap else (None, os.open("/dev/null", os.O_WRONLY))
-        w_in = os.memfd_create("stdin")
-        write_all(w_in, stdin)
-        os.lseek(w_in, 0, os.SEEK_SET)
+        r_out, w_out = os.pipe() if out_cap else (None, os.dup(self.null))
+        r_err, w_err = os.pipe() if err_cap else (None, os.dup(self.null))
+        if stdin:
+            w_in = os.memfd_create("stdin")
+            write_all(w_in, stdin)
+            os.lseek(w_in, 0, os.SEEK_SET)
+        else:
+            w_in = os.dup(self.null)
         ruleset = self.ruleset(tuple(read_paths))
         limits = dict(cpu_s=int(timeout) + 1, address_space=harden.vm_size() + memory_mb * (1 << 20),
                       fsize=fsize_mb << 20, nproc=nproc)
@@ -168,7 +177,7 @@ class Zygote:
             try:
                 from .child import lock_down
                 lock_down(fds=(w_in, w_out, w_err, w_res), ruleset_fd=ruleset, seccomp=self.seccomp,
-                          uid=self.uid if os.geteuid() == 0 else None, scratch=SCRATCH, env=dict(env or {}), **limits)
+                          uid=self.uid if os.geteuid() == 0 else None, scratch=SCRATCH, env=dict(env or {}), stdio=stdio, **limits)
                 job()
             except BaseException:  # noqa: BLE001
                 try:
@@ -262,9 +271,9 @@ class Zygote:
             else:
                 job = lambda: child.run_assert(code, blobs[1].decode(), header["nonce"])  # noqa: E731
             return self.run(job, timeout=header["timeout"], memory_mb=header["memory_mb"], stdin=blobs[2],
-                            out_cap=header["out_cap"], err_cap=8192, nproc=header.get("nproc", 16))
+                            out_cap=header["out_cap"], err_cap=8192, nproc=header.get("nproc", 16), stdio=True)
         if op == "selftest":
-            return self.run(lambda: child.self_test(header.get("port")), timeout=5, memory_mb=256)
+            return self.run(lambda: child.self_test(header.get("port")), timeout=5, memory_mb=256, err_cap=8192)
         if op == "ping":
             return {"pong": os.getpid()}, []
         return {"error": f"unknown op {op!r}"}, []
@@ -287,6 +296,7 @@ def main() -> None:
     write_all(proto_out, encode(hello))
     if not hello["ready"]:
         sys.exit(1)
+    gc.freeze()  # keep the collector off the shared heap: fewer copy-on-write faults in children
     while True:
         try:
             header, blobs = read_msg(proto_in)

@@ -1,0 +1,107 @@
+"""Throughput of the sandbox vs. a fresh isolated process per call, measured in the same run.
+
+    .venv/bin/python benchmarks/bench_sandbox.py [--calls 3000] [--fresh-calls 300] [--rounds 3]
+
+Both sides use as many client threads as the machine has cores (at least 2). The fresh-process
+baseline is generous: `python -I -S` applying the same kernel isolation (network/IPC/UTS namespaces,
+rlimits, Landlock, uid drop, seccomp) but running the grader with plain exec, without RestrictedPython.
+Other jobs on the machine disturb the numbers: the script runs several rounds and prints each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import agentrl.sandbox as sandbox_pkg
+from agentrl.sandbox import Sandbox
+
+GRADER = "def grade(sample, item):\n    return 1.0 if sample.final_answer.strip() == item['answer'] else 0.0\n"
+HARDEN = str(Path(sandbox_pkg.__file__).with_name("harden.py"))
+FRESH = r"""
+import importlib.util, json, os, sys
+spec = importlib.util.spec_from_file_location("harden", HARDEN)
+h = importlib.util.module_from_spec(spec); spec.loader.exec_module(h)
+h.unshare(h.CLONE_NEWNET | h.CLONE_NEWIPC | h.CLONE_NEWUTS)
+h.set_limits(cpu_s=11, address_space=h.vm_size() + (512 << 20), fsize=64 << 20, nproc=16)
+h.prctl(h.PR_SET_NO_NEW_PRIVS, 1)
+abi = h.landlock_abi()
+h.landlock_restrict(h.landlock_ruleset(READ, ["/dev/null"], deny_tcp=True, abi=abi))
+h.drop_privileges(61299)
+h.seccomp_install(h.seccomp_program())
+src = sys.stdin.read()
+ns = {}
+exec(src, ns)
+print(json.dumps(ns["grade"](Rec(final_answer="4"), {"answer": "4"})))
+"""
+PRELUDE = "class Rec(dict):\n    __getattr__ = dict.__getitem__\n"
+
+
+def fresh_call(read: list[str]) -> float:
+    code = PRELUDE + FRESH.replace("HARDEN", repr(HARDEN)).replace("READ", repr(read))
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", code], input=GRADER.encode(), capture_output=True,
+                         env={}, timeout=30)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr.decode()[-500:])
+    return float(out.stdout)
+
+
+def rate(fn, calls: int, threads: int) -> float:
+    counter = iter(range(calls))
+    lock = threading.Lock()
+
+    def loop() -> None:
+        while True:
+            with lock:
+                if next(counter, None) is None:
+                    return
+            fn()
+
+    ts = [threading.Thread(target=loop) for _ in range(threads)]
+    start = time.perf_counter()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return calls / (time.perf_counter() - start)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--calls", type=int, default=3000)
+    ap.add_argument("--fresh-calls", type=int, default=300)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    threads = max(2, os.cpu_count() or 2)
+    sb = Sandbox(size=threads)
+    sample, item = {"final_answer": "4 "}, {"answer": "4"}
+    t0 = time.perf_counter()
+    assert sb.run_grader(GRADER, "bench.py", sample, item) == 1.0
+    print(f"workers started (sympy, math_verify, numpy pre-imported) in {time.perf_counter() - t0:.1f} s")
+    base = sys.base_prefix + "/lib"
+    read = [os.path.realpath(base), "/usr/lib", "/lib", "/lib64"]
+    assert fresh_call(read) == 1.0
+    print(sb.isolation_report().summary())
+    print(f"threads: {threads}, load average: {os.getloadavg()[0]:.2f}")
+    zy, fr = [], []
+    for r in range(args.rounds):
+        z = rate(lambda: sb.run_grader(GRADER, "bench.py", sample, item), args.calls, threads)
+        f = rate(lambda: fresh_call(read), args.fresh_calls, threads)
+        zy.append(z)
+        fr.append(f)
+        print(f"round {r + 1}: zygote {z:7.1f} calls/s | fresh isolated process {f:6.1f} calls/s | ratio {z / f:5.1f}x"
+              f" | load {os.getloadavg()[0]:.2f}")
+    zm, fm = statistics.median(zy), statistics.median(fr)
+    print(f"median: zygote {zm:.1f} calls/s, fresh {fm:.1f} calls/s, ratio {zm / fm:.1f}x "
+          f"(targets: >= 500 calls/s and >= 5x) -> {'MET' if zm >= 500 and zm / fm >= 5 else 'NOT MET'}")
+    sb.close()
+
+
+if __name__ == "__main__":
+    main()
