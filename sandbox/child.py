@@ -82,6 +82,13 @@ def encode_grade_value(value) -> dict:
         return {"int": str(value)}
     if t is float:
         return {"float": value.hex()}
+    if type(getattr(t, "__module__", None)) is str and t.__module__.split(".")[0] in ("numpy", "sympy"):
+        import numbers  # numpy/sympy scalars (np.float64, sympy.Rational) are numbers graders often return
+        if isinstance(value, numbers.Real):
+            try:
+                return {"float": float(value).hex()}
+            except (TypeError, ValueError, OverflowError):
+                pass
     name = getattr(t, "__name__", "?")
     return {"bad": str(name)[:80] if isinstance(name, str) else "?"}
 

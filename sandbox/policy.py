@@ -156,8 +156,23 @@ def _inplacevar(op, target, value):
     return _INPLACE[op](target, value)
 
 
+def _write(ob):
+    """Graders may mutate their own dicts and lists (the sample/item Records included: the process is
+    private); attribute writes on anything else (modules, classes) go through RestrictedPython's guard."""
+    if isinstance(ob, (dict, list)):
+        return ob
+    return full_write_guard(ob)
+
+
 def _apply(f, *args, **kwargs):
     return f(*args, **kwargs)
+
+
+def _read_only_open(file, mode="r", *args, **kwargs):
+    if not isinstance(mode, str) or set(mode) - set("rbt"):
+        raise PermissionError("graders may only open files for reading ('r' or 'rb'); the path must be declared "
+                              "in read_paths")
+    return builtins.open(file, mode, *args, **kwargs)
 
 
 def grader_globals(filename: str, getenv) -> dict:
@@ -170,9 +185,10 @@ def grader_globals(filename: str, getenv) -> dict:
         b[name] = getattr(builtins, name)
     b["__import__"] = _guarded_import
     b["getenv"] = getenv
+    b["open"] = _read_only_open
     return {
         "__builtins__": b, "__name__": "grader", "__file__": filename, "__metaclass__": type,
-        "_getattr_": _getattr, "_getitem_": operator.getitem, "_getiter_": iter, "_write_": full_write_guard,
+        "_getattr_": _getattr, "_getitem_": operator.getitem, "_getiter_": iter, "_write_": _write,
         "_iter_unpack_sequence_": guarded_iter_unpack_sequence, "_unpack_sequence_": guarded_unpack_sequence,
         "_inplacevar_": _inplacevar, "_apply_": _apply, "_print_": PrintCollector,
     }
@@ -208,6 +224,8 @@ def user_traceback(exc: BaseException, filename: str, source: str) -> str:
             text = lines[n - 1].strip() if 0 < n <= len(lines) else ""
             frames.append(f'  File "{filename}", line {n}, in {code.co_name}: {text}')
         tb = tb.tb_next
+    if len(frames) > 8:
+        frames = frames[:4] + [f"  ... {len(frames) - 8} more frames ..."] + frames[-4:]
     try:
         msg = f"{type(exc).__name__}: {exc}"
     except Exception:  # noqa: BLE001 - hostile __str__

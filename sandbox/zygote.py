@@ -1,6 +1,6 @@
 """A pre-started, pre-hardened worker. Run as `python -I -m agentrl.sandbox.zygote <kind> <uid> <network>`.
 
-At start it enters its own mount, network, IPC and UTS namespaces, mounts a private tmpfs on /tmp,
+At start it enters its own mount, network, IPC and UTS namespaces, mounts a private tmpfs (scratch space) on its own directory under /tmp,
 makes the interpreter readable to an unprivileged uid, imports the heavy modules once and builds the
 Landlock ruleset. Per call it forks: the child becomes pid 1 of a fresh pid namespace (so every
 process it starts dies with it), locks itself down (child.lock_down) and runs the job. The zygote
@@ -22,7 +22,6 @@ import traceback
 from . import harden
 from .protocol import encode, read_msg, write_all
 
-SCRATCH = "/tmp/scratch"
 RESULT_CAP = 1 << 20
 
 
@@ -36,6 +35,10 @@ class Zygote:
         self.seccomp: bytes | None = None
         self.abi = 0
         self.null: int | None = None
+        self.overlays: dict[str, int] = {}
+        # The host sees an empty root-owned directory; in the zygote's mount namespace it is a size-capped tmpfs.
+        self.private = f"/tmp/agentrl-sandbox-{uid}"
+        self.scratch = self.private + "/scratch"
 
     def note(self, key: str, ok: bool, reason: str) -> None:
         self.report[key] = [bool(ok), reason]
@@ -48,7 +51,7 @@ class Zygote:
             flags |= harden.CLONE_NEWNET
         try:
             harden.unshare(flags)
-            self.note("mount_ns", True, "private mount namespace: tmpfs /tmp, home directories hidden")
+            self.note("mount_ns", True, "private mount namespace: scratch on a size-capped tmpfs, home directories hidden")
             self.note("net_ns", not self.network, "empty network namespace (no interfaces up)" if not self.network
                       else "network requested by the caller: host network namespace")
             self.note("ipc_uts_ns", True, "private IPC and UTS namespaces")
@@ -93,32 +96,49 @@ class Zygote:
 
     def _mounts(self) -> None:
         harden.mount(None, "/", None, harden.MS_REC | harden.MS_PRIVATE)
-        harden.mount("tmpfs", "/tmp", "tmpfs", harden.MS_NOSUID | harden.MS_NODEV, "size=256m,mode=1777")
+        os.makedirs(self.private, mode=0o711, exist_ok=True)
+        harden.mount("tmpfs", self.private, "tmpfs", harden.MS_NOSUID | harden.MS_NODEV, "size=256m,mode=711")
         # Paths the interpreter needs may sit below a directory the unprivileged uid cannot enter
         # (/root/.pyenv under /root 0700): cover that directory with a tmpfs holding only bind mounts.
         needed = sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, *sys.path) if p and os.path.isdir(p)})
-        needed = [p for p in needed if not any(p != q and p.startswith(q + "/") for q in needed)]
-        by_dir: dict[str, list[str]] = {}
-        for p in needed:
-            parts = p.split("/")
+        self.expose([p for p in needed if not any(p != q and p.startswith(q + "/") for q in needed)])
+
+    def expose(self, paths) -> None:
+        """Make each path reachable for the per-slot uid at its own name, hiding its siblings: a directory
+        that others cannot traverse is covered (once) by a tmpfs, and each exposed path is bind-mounted
+        into it from the original directory. Landlock still decides what may be read."""
+        for p in paths:
+            if self._visible(p) or not p.startswith("/"):
+                continue
+            parts, anc = p.split("/"), None
             for i in range(2, len(parts)):
-                anc = "/".join(parts[:i])
-                if not os.stat(anc).st_mode & stat.S_IXOTH:
-                    by_dir.setdefault(anc, []).append(p)
+                cand = "/".join(parts[:i])
+                if cand in self.overlays or not os.stat(cand).st_mode & stat.S_IXOTH:
+                    anc = cand
                     break
-        for anc, paths in by_dir.items():
-            staged = []
-            for n, p in enumerate(paths):
-                st = f"/tmp/.stage{n}"
-                os.mkdir(st)
-                harden.mount(p, st, None, harden.MS_BIND | harden.MS_REC)
-                staged.append((st, p))
-            harden.mount("tmpfs", anc, "tmpfs", harden.MS_NOSUID | harden.MS_NODEV, "size=1m,mode=755")
-            for st, p in staged:
+            if anc is None:
+                continue
+            if anc not in self.overlays:
+                fd = os.open(anc, os.O_PATH | os.O_CLOEXEC)
+                harden.mount("tmpfs", anc, "tmpfs", harden.MS_NOSUID | harden.MS_NODEV, "size=1m,mode=755")
+                self.overlays[anc] = fd
+            source = f"/proc/self/fd/{self.overlays[anc]}/{p[len(anc) + 1:]}"
+            if not os.path.exists(source):
+                continue
+            if os.path.isdir(source):
                 os.makedirs(p, mode=0o755, exist_ok=True)
-                harden.mount(st, p, None, harden.MS_MOVE)
-                os.rmdir(st)
-            self.report.setdefault("hidden_dirs", [True, ""])[1] += f"{anc} (only {', '.join(paths)} visible) "
+            else:
+                os.makedirs(os.path.dirname(p), mode=0o755, exist_ok=True)
+                open(p, "a").close()
+            harden.mount(source, p, None, harden.MS_BIND | harden.MS_REC)
+            self.report.setdefault("hidden_dirs", [True, "covered by tmpfs, only exposed paths visible:"])[1] += f" {p}"
+
+    @staticmethod
+    def _visible(p: str) -> bool:
+        if not os.path.exists(p):
+            return False
+        parts = p.split("/")
+        return all(os.stat("/".join(parts[:i])).st_mode & stat.S_IXOTH for i in range(2, len(parts)))
 
     def _read_allowlist(self) -> list[str]:
         paths = {os.path.realpath(p) for p in (sys.base_prefix + "/lib", sys.prefix + "/lib", *sys.path) if p}
@@ -130,20 +150,21 @@ class Zygote:
         if self.abi < 1:
             return None
         if read_paths not in self.rulesets:
+            self.expose(read_paths)
             self.rulesets[read_paths] = harden.landlock_ruleset(
-                self.base_read + list(read_paths), [SCRATCH, "/dev/null"], deny_tcp=not self.network, abi=self.abi)
+                self.base_read + list(read_paths), [self.scratch, "/dev/null"], deny_tcp=not self.network, abi=self.abi)
         return self.rulesets[read_paths]
 
     def fresh_scratch(self) -> None:
         try:
-            if os.listdir(SCRATCH):
-                shutil.rmtree(SCRATCH, ignore_errors=True)
+            if os.listdir(self.scratch):
+                shutil.rmtree(self.scratch, ignore_errors=True)
         except FileNotFoundError:
             pass
-        if not os.path.isdir(SCRATCH):
-            os.mkdir(SCRATCH, 0o700)
+        if not os.path.isdir(self.scratch):
+            os.mkdir(self.scratch, 0o700)
             if os.geteuid() == 0:
-                os.chown(SCRATCH, self.uid, self.uid)
+                os.chown(self.scratch, self.uid, self.uid)
 
     # ------------------------------------------------------------ one call
     def run(self, job, *, timeout: float, memory_mb: int, read_paths=(), env=None, stdin: bytes | None = None,
@@ -177,7 +198,7 @@ class Zygote:
             try:
                 from .child import lock_down
                 lock_down(fds=(w_in, w_out, w_err, w_res), ruleset_fd=ruleset, seccomp=self.seccomp,
-                          uid=self.uid if os.geteuid() == 0 else None, scratch=SCRATCH, env=dict(env or {}), stdio=stdio, **limits)
+                          uid=self.uid if os.geteuid() == 0 else None, scratch=self.scratch, env=dict(env or {}), stdio=stdio, **limits)
                 job()
             except BaseException:  # noqa: BLE001
                 try:

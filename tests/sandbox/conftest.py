@@ -1,0 +1,60 @@
+import os
+import socket
+import threading
+
+import pytest
+
+from agentrl.sandbox import Sandbox
+
+NORMAL_GRADER = "def grade(sample, item):\n    return 1.0 if sample.final_answer == item['answer'] else 0.0\n"
+
+
+@pytest.fixture(scope="session")
+def sb():
+    os.environ["OPENAI_API_KEY"] = "sk-fake-parent-secret"  # must never be visible inside
+    box = Sandbox(size=2)
+    yield box
+    box.close()
+
+
+def assert_still_works(box: Sandbox) -> None:
+    """After any attack the host and the workers keep serving normal calls."""
+    assert box.run_grader(NORMAL_GRADER, "normal.py", {"final_answer": "4"}, {"answer": "4"}) == 1.0
+    [v] = box.run_tests("def f(x):\n    return 2 * x\n", [{"type": "assert", "code": "assert f(2) == 4"}])
+    assert v.passed, v
+
+
+class Listener:
+    """A TCP server on the host's 127.0.0.1 that records whether anything connected."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self._stop = False
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self) -> None:
+        while not self._stop:
+            try:
+                conn, _ = self.sock.accept()
+                self.connections += 1
+                conn.close()
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self._stop = True
+        self._t.join()
+        self.sock.close()
+
+
+@pytest.fixture
+def listener():
+    lst = Listener()
+    yield lst
+    lst.close()

@@ -1,0 +1,144 @@
+"""Catalogue of hostile or broken graders, each with its expected outcome (RestrictedPython + OS isolation)."""
+
+import math
+
+import pytest
+
+from agentrl.sandbox import GraderCodeError, SandboxError
+
+from .conftest import assert_still_works
+
+
+def g(body: str, header: str = "") -> str:
+    """A grader whose grade() body is `body` (indented here)."""
+    lines = "\n".join("    " + line for line in body.splitlines())
+    return f"{header}\ndef grade(sample, item):\n{lines}\n"
+
+
+# (id, source, kwargs, expected) where expected is ("value", x) | ("compile", text) | ("exception", text)
+# | ("sandbox", cause or tuple of causes)
+CASES = [
+    # --- escapes through the policy layer
+    ("subclasses walk", g("return len(().__class__.__bases__[0].__subclasses__())"), {}, ("compile", "starts with \"_\"")),
+    ("underscore name", g("_secret = 1\nreturn 1.0"), {}, ("compile", "line 3")),
+    ("getattr underscore", g("return getattr(sample, '__class__')"), {}, ("exception", "")),
+    ("format string leak", g("return '{0.__class__}'.format(sample)"), {}, ("exception", "format")),
+    ("import os", g("import os\nreturn 1.0"), {}, ("exception", "import of 'os' is not allowed")),
+    ("import subprocess", g("import subprocess\nreturn 1.0"), {}, ("exception", "not allowed")),
+    ("module attribute to sys", g("import typing\nreturn typing.sys.modules"), {}, ("exception", "not available")),
+    ("eval", g("return eval('1')"), {}, ("compile", "Eval calls")),
+    ("exec", g("exec('x=1')\nreturn 1.0"), {}, ("compile", "Exec calls")),
+    ("write mode open", g("open('/tmp/x', 'w')\nreturn 1.0"), {}, ("exception", "only open files for reading")),
+    # --- reading secrets and files
+    ("read /etc/shadow", g("return len(open('/etc/shadow').read())"), {}, ("exception", "PermissionError")),
+    ("read repo file", g("return len(open('/work/main/pyproject.toml').read())"), {}, ("exception", "PermissionError")),
+    ("read root home", g("return len(open('/root/.bashrc').read())"), {}, ("exception", "Error")),
+    ("parent env var invisible", g("return 1.0 if getenv('OPENAI_API_KEY') is None else 0.0"), {}, ("value", 1.0)),
+    ("declared env var visible", g("return 1.0 if getenv('MY_TOKEN') == 'abc' else 0.0"),
+     {"env": {"MY_TOKEN": "abc"}}, ("value", 1.0)),
+    # --- resource exhaustion
+    ("infinite loop", g("while True:\n    pass"), {"timeout": 1.0}, ("sandbox", "timeout")),
+    ("C-level loop", g("import itertools\nreturn sum(itertools.repeat(1, 10**12))"), {"timeout": 1.0},
+     ("sandbox", "timeout")),
+    ("memory bomb", g("x = 'a' * (8 * 1024 ** 3)\nreturn 1.0"), {"memory_mb": 256}, ("sandbox", "memory")),
+    ("list memory bomb", g("x = [1] * (10 ** 10)\nreturn 1.0"), {"memory_mb": 256}, ("sandbox", "memory")),
+    ("print spam", g("while True:\n    print('x' * 100000)"), {"timeout": 2.0, "memory_mb": 256},
+     ("sandbox", ("memory", "timeout"))),
+    ("deep recursion", g("return grade(sample, item)"), {}, ("exception", "RecursionError")),
+    # --- hostile return values
+    ("nan", g("return float('nan')"), {}, ("sandbox", "invalid_result")),
+    ("inf", g("return float('inf')"), {}, ("sandbox", "invalid_result")),
+    ("-inf", g("return -float('inf')"), {}, ("sandbox", "invalid_result")),
+    ("huge float", g("return 1e308"), {}, ("sandbox", "invalid_result")),
+    ("huge int", g("return 10 ** 400"), {}, ("sandbox", "invalid_result")),
+    ("string number", g("return '1.0'"), {}, ("sandbox", "invalid_result")),
+    ("list", g("return [1.0]"), {}, ("sandbox", "invalid_result")),
+    ("dict", g("return {'score': 1.0}"), {}, ("sandbox", "invalid_result")),
+    ("dunder methods refused", g("return Score()", "class Score:\n    def __float__(self):\n        return 1.0\n"), {},
+     ("compile", "line 2")),
+    ("plain object", g("return Score()", "class Score:\n    value = 1.0\n"), {}, ("sandbox", "invalid_result")),
+    ("float subclass", g("return F(0.5)", "class F(float):\n    pass\n"), {}, ("sandbox", "invalid_result")),
+    ("sympy expression", g("return sympy.Symbol('x')", "import sympy"), {}, ("sandbox", "invalid_result")),
+    ("sympy rational", g("return sympy.Rational(1, 2)", "import sympy"), {}, ("value", 0.5)),
+    ("numpy float64", g("return numpy.float64(0.25)", "import numpy"), {}, ("value", 0.25)),
+    ("numpy nan", g("return numpy.float64('nan')", "import numpy"), {}, ("sandbox", "invalid_result")),
+    ("True counts as 1", g("return True"), {}, ("value", 1.0)),
+    ("False counts as 0", g("return 1 == 2"), {}, ("value", 0.0)),
+    ("int", g("return 3"), {}, ("value", 3.0)),
+    ("negative float", g("return -0.5"), {}, ("value", -0.5)),
+    ("None = not applicable", g("return None"), {}, ("value", None)),
+    # --- broken graders
+    ("exception in grade", g("x = 1\nreturn x / 0"), {}, ("exception", "ZeroDivisionError")),
+    ("SystemExit", g("raise SystemExit(0)"), {}, ("exception", "SystemExit")),
+    ("no grade function", "def score(sample, item):\n    return 1.0\n", {}, ("exception", "defines no function `grade`")),
+    ("syntax error", "def grade(sample, item)\n    return 1.0\n", {}, ("compile", "line 1")),
+    ("too large", "x = 1\n" * 60000 + g("return 1.0"), {}, ("compile", "larger than")),
+]
+
+
+@pytest.mark.parametrize("source,kwargs,expected", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_grader_catalogue(sb, source, kwargs, expected):
+    kind, want = expected
+    sample, item = {"final_answer": "4"}, {"answer": "4"}
+    if kind == "value":
+        got = sb.run_grader(source, "attack.py", sample, item, **kwargs)
+        if want is None:
+            assert got is None
+        else:
+            assert isinstance(got, float) and math.isfinite(got) and got == want
+    elif kind in ("compile", "exception"):
+        with pytest.raises(GraderCodeError) as err:
+            sb.run_grader(source, "attack.py", sample, item, **kwargs)
+        assert err.value.cause == kind, err.value
+        assert want in str(err.value)
+        assert "attack.py" in str(err.value)
+    else:
+        with pytest.raises(SandboxError) as err:
+            sb.run_grader(source, "attack.py", sample, item, **kwargs)
+        assert not isinstance(err.value, GraderCodeError), err.value
+        causes = want if isinstance(want, tuple) else (want,)
+        assert err.value.cause in causes, err.value
+    assert_still_works(sb)
+
+
+def test_exception_names_user_line(sb):
+    src = "def helper(x):\n    return x['missing']\n\ndef grade(sample, item):\n    return helper(item)\n"
+    with pytest.raises(GraderCodeError) as err:
+        sb.run_grader(src, "my_reward.py", {}, {})
+    text = str(err.value)
+    assert 'my_reward.py", line 5, in grade: return helper(item)' in text
+    assert 'line 2, in helper' in text and "KeyError" in text
+
+
+def test_declared_read_path(sb, tmp_path):
+    ref = tmp_path / "answers.txt"
+    ref.write_text("42")
+    tmp_path.chmod(0o755)  # declared paths must be readable by others; their parents need not be
+    src = g(f"return float(open({str(ref)!r}).read())")
+    with pytest.raises(GraderCodeError):  # not declared: denied
+        sb.run_grader(src, "r.py", {}, {})
+    assert sb.run_grader(src, "r.py", {}, {}, read_paths=[str(tmp_path)]) == 42.0
+
+
+def test_state_does_not_leak_between_calls(sb):
+    poison = g("import math\nmath.pi = 3\nreturn 1.0")
+    try:
+        sb.run_grader(poison, "p.py", {}, {})
+    except GraderCodeError:
+        pass  # the write guard may refuse it; either way the next call must see the real value
+    assert sb.run_grader(g("import math\nreturn math.pi"), "q.py", {}, {}) == math.pi
+
+
+def test_mutating_inputs_is_private(sb):
+    src = g("item['answer'] = 'changed'\nsample.final_answer = 'x'\nreturn 1.0")
+    item = {"answer": "4"}
+    assert sb.run_grader(src, "m.py", {"final_answer": "4"}, item) == 1.0
+    assert item == {"answer": "4"}
+
+
+def test_heavy_modules_available(sb):
+    src = ("import sympy\nfrom math_verify import parse, verify\n"
+           "def grade(sample, item):\n"
+           "    ok = verify(parse(item['answer']), parse(sample.final_answer))\n"
+           "    return 1.0 if ok and sympy.simplify('x - x') == 0 else 0.0\n")
+    assert sb.run_grader(src, "mv.py", {"final_answer": "$\\frac{1}{2}$"}, {"answer": "$0.5$"}) == 1.0
