@@ -4,7 +4,7 @@ A :class:`Connection` runs the SDK client inside a task of its own, so it can be
 used concurrently by many, and closed from anywhere (anyio scopes must exit in the task that entered them).
 Failures are sorted here into two kinds the hub acts on:
 
-* :class:`TransportFailure` -- the server could not be reached, died, answered 5xx, or the connection
+* :class:`TransportFailure` -- the server could not be reached, died, answered 5xx or 429, or the connection
   closed. The hub retries these and counts them toward the circuit breaker.
 * anything the server answered (a result with ``isError``, or a JSON-RPC error such as "unknown tool")
   is a :class:`CallOutcome` the model gets to read.
@@ -20,6 +20,7 @@ import asyncio
 import contextvars
 import json
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, REQUEST_TIMEOUT
 
 from agentrl.tools.config import ServerSpec
 
@@ -38,8 +40,9 @@ CURRENT_ROLLOUT: contextvars.ContextVar[str | None] = contextvars.ContextVar("ag
 # JSON-RPC codes this module invents for HTTP failures, so they reach us through the SDK unmistakably.
 _HTTP_5XX = -32050
 _HTTP_TRANSPORT = -32051
-_CONNECTION_CLOSED = -32000  # the SDK's CONNECTION_CLOSED
-_INFRA_CODES = {_HTTP_5XX: "http_5xx", _HTTP_TRANSPORT: "transport", _CONNECTION_CLOSED: "connection_closed"}
+_HTTP_429 = -32052
+_INFRA_CODES = {_HTTP_5XX: "http_5xx", _HTTP_429: "rate_limited", _HTTP_TRANSPORT: "transport", CONNECTION_CLOSED: "connection_closed",
+                REQUEST_TIMEOUT: "timeout"}
 
 
 class TransportFailure(Exception):
@@ -48,6 +51,11 @@ class TransportFailure(Exception):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
+
+    @property
+    def connection_lost(self) -> bool:
+        """Must the session be reopened? (Not for 5xx, 429 or a slow answer: the session itself is fine.)"""
+        return self.kind not in {"http_5xx", "rate_limited", "timeout"}
 
 
 @dataclass(frozen=True)
@@ -68,7 +76,7 @@ class CallOutcome:
 
 
 class _RolloutHeaderTransport(httpx2.AsyncBaseTransport):
-    """Adds the rollout header; turns 5xx and connection errors into JSON-RPC errors the SDK passes on."""
+    """Adds the rollout header; turns 5xx, 429 and connection errors into JSON-RPC errors the SDK passes on."""
 
     def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
         self._inner = inner
@@ -84,11 +92,12 @@ class _RolloutHeaderTransport(httpx2.AsyncBaseTransport):
             if request_id is None:
                 raise
             return _error_response(request, request_id, _HTTP_TRANSPORT, f"{type(exc).__name__}: {exc}")
-        if response.status_code >= 500:
+        if response.status_code >= 500 or response.status_code == 429:  # retried by the hub; other 4xx go to the model
             request_id = _jsonrpc_id(request)
             if request_id is not None:
                 await response.aclose()
-                return _error_response(request, request_id, _HTTP_5XX, f"HTTP {response.status_code} from {request.url}")
+                code = _HTTP_429 if response.status_code == 429 else _HTTP_5XX
+                return _error_response(request, request_id, code, f"HTTP {response.status_code} from {request.url}")
         return response
 
     async def aclose(self) -> None:
@@ -154,6 +163,8 @@ def classify(exc: BaseException) -> TransportFailure | None:
     if isinstance(exc, TransportFailure):
         return exc
     if isinstance(exc, MCPError):
+        if exc.code == INVALID_REQUEST and "Session terminated" in str(exc):  # the HTTP server restarted
+            return TransportFailure("session_lost", str(exc))
         kind = _INFRA_CODES.get(exc.code)
         return TransportFailure(kind, str(exc)) if kind else None
     if isinstance(exc, (OSError, EOFError, httpx2.TransportError, asyncio.IncompleteReadError)):
@@ -208,7 +219,8 @@ class Connection:
             raise
 
     async def _run(self) -> None:
-        errlog = open(os.devnull, "w")  # noqa: SIM115 - server chatter would flood training logs
+        # server chatter would flood training logs; AGENTRL_MCP_STDERR=1 shows it when debugging a server
+        errlog = sys.stderr if os.environ.get("AGENTRL_MCP_STDERR") else open(os.devnull, "w")  # noqa: SIM115
         try:
             async with Client(_transport(self.spec, self.rollout_id, errlog), cache=None) as client:
                 self._client = client
@@ -222,7 +234,8 @@ class Connection:
                 raise
         finally:
             self._client = None
-            errlog.close()
+            if errlog is not sys.stderr:
+                errlog.close()
 
     async def close(self) -> None:
         """End the session (kills a stdio server). Safe to call twice, and while cancelled."""

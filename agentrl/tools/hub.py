@@ -187,7 +187,7 @@ class ToolHub:
                 except TransportFailure as failure:
                     srv.breaker.failure()
                     srv.stats.record(time.perf_counter() - start, failure.kind)
-                    if conn is not None:
+                    if conn is not None and failure.connection_lost:
                         await (session._discard(spec.name, conn) if per_rollout else self._discard_shared(srv, conn))
                     if attempt >= spec.retries:
                         raise ToolInfraError(spec.name, failure) from failure

@@ -127,3 +127,62 @@ def everything_server():
     if not path.exists():
         pytest.skip(f"third-party MCP server not installed: run `{EVERYTHING_INSTALL}` in the repo root")
     return {"command": str(path), "args": ["stdio"]}
+
+
+class _FlakyProxy(http.server.BaseHTTPRequestHandler):
+    """Forwards to a real MCP server, but answers the next tools/call POSTs with the statuses in ``fail``."""
+
+    upstream = ""
+    fail: list = []
+    failed = 0
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):  # no server-to-client stream: allowed by the spec, keeps the proxy simple
+        self.send_response(405)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def _forward(self):
+        import urllib.error
+        import urllib.request
+
+        body = self.rfile.read(int(self.headers.get("content-length") or 0))
+        cls = type(self)
+        if self.command == "POST" and b'"tools/call"' in body and cls.fail:
+            status = cls.fail.pop(0)
+            cls.failed += 1
+            self.send_response(status)
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
+        skip = {"host", "content-length", "connection", "accept-encoding"}
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in skip}
+        request = urllib.request.Request(cls.upstream, data=body or None, headers=headers, method=self.command)
+        try:
+            response = urllib.request.urlopen(request, timeout=30)
+        except urllib.error.HTTPError as exc:
+            response = exc
+        data = response.read()
+        self.send_response(response.status if hasattr(response, "status") else response.code)
+        for k, v in response.headers.items():
+            if k.lower() not in {"content-length", "transfer-encoding", "connection", "date", "server"}:
+                self.send_header(k, v)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_POST = do_DELETE = _forward
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def flaky_calc(calc_http):
+    handler = type("Proxy", (_FlakyProxy,), {"upstream": calc_http, "fail": [], "failed": 0})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield handler, f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    server.shutdown()
+    server.server_close()

@@ -224,3 +224,54 @@ def test_unreachable_http_server_is_an_infra_error():
             assert e.value.server == "gone" and e.value.kind in {"transport", "connect"}
             assert hub.metrics()["gone"]["retries"] == 1
     run(main())
+
+
+def test_503_and_429_are_retried_and_the_call_then_succeeds(flaky_calc):
+    proxy, url = flaky_calc
+
+    async def main():
+        async with ToolHub.from_config({"calc": {"url": url, "retries": 3}}) as hub:
+            async with hub.rollout("r") as s:
+                assert "add" in names(await s.tool_schemas())
+                proxy.fail[:] = [503, 429]
+                r = await s.call(ToolCall("c", "add", {"a": 20, "b": 22}))
+                assert (r.content, r.is_error) == ("42", False)
+                proxy.fail[:] = [400]  # other 4xx: the model sees it, nothing is retried
+                r = await s.call(ToolCall("c", "add", {"a": 1, "b": 1}))
+                assert r.is_error and "error" in r.content.lower()
+            m = hub.metrics()["calc"]
+            assert m["retries"] == 2 and m["errors"]["http_5xx"] == 1 and m["errors"]["rate_limited"] == 1
+            assert proxy.failed == 3 and m["circuit"] == "closed"
+    run(main())
+
+
+def test_http_server_restart_is_survived(tmp_path):
+    from .conftest import PROBE, _wait_for_port, free_port, stop
+
+    import subprocess
+    import sys
+
+    port = free_port()
+
+    def start():
+        proc = subprocess.Popen([sys.executable, PROBE, "--http", "--port", str(port)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait_for_port(port, proc)
+        return proc
+
+    proc = start()
+    try:
+        async def main():
+            async with ToolHub.from_config({"probe": {"url": f"http://127.0.0.1:{port}/mcp", "retries": 3}}) as hub:
+                async with hub.rollout("r") as s:
+                    first = int((await s.call(ToolCall("p", "pid", {}))).content)
+                    nonlocal proc
+                    proc.kill()  # a crash, not a clean shutdown
+                    await asyncio.to_thread(proc.wait)
+                    proc = await asyncio.to_thread(start)  # same port, new process
+                    r = await s.call(ToolCall("p", "pid", {}))
+                    assert not r.is_error and int(r.content) != first
+                assert hub.metrics()["probe"]["circuit"] == "closed"
+        run(main())
+    finally:
+        stop(proc)

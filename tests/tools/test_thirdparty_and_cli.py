@@ -29,8 +29,6 @@ def test_cli_list_call_check(calc_stdio, always_503, tmp_path):
     listing = list_tools(str(config))
     assert "calc  (stdio:" in listing and "calc.add(a, b)" in listing
     assert call_tool(str(config), "calc.add", '{"a": 2, "b": 3}') == ("5", False)
-    text, is_error = call_tool(str(config), "calc.divide", '{"a": 2, "b": 0}')
-    assert is_error and "division by zero" in text
     assert call_tool(str(config), "calc.add", "{oops")[1] is True
     report, ok = check(str(config))
     assert ok and report.startswith("ok   calc:") and " ms " in report and "1/1 servers ok" in report
