@@ -156,15 +156,23 @@ class Zygote:
         return self.rulesets[read_paths]
 
     def fresh_scratch(self) -> None:
-        try:
-            if os.listdir(self.scratch):
-                shutil.rmtree(self.scratch, ignore_errors=True)
-        except FileNotFoundError:
-            pass
+        """Empty the scratch dir but keep its inode: the cached Landlock rulesets are bound to it."""
         if not os.path.isdir(self.scratch):
             os.mkdir(self.scratch, 0o700)
-            if os.geteuid() == 0:
-                os.chown(self.scratch, self.uid, self.uid)
+        with os.scandir(self.scratch) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    try:
+                        os.unlink(entry.path)
+                    except OSError:
+                        pass
+        st = os.stat(self.scratch)
+        if stat.S_IMODE(st.st_mode) != 0o700:
+            os.chmod(self.scratch, 0o700)
+        if os.geteuid() == 0 and st.st_uid != self.uid:
+            os.chown(self.scratch, self.uid, self.uid)
 
     # ------------------------------------------------------------ one call
     def run(self, job, *, timeout: float, memory_mb: int, read_paths=(), env=None, stdin: bytes | None = None,

@@ -1,0 +1,127 @@
+"""Catalogue of hostile model-written code run by run_tests: verdicts decided on the trusted side."""
+
+import os
+import subprocess
+
+import pytest
+
+from .conftest import assert_still_works
+
+EQ = {"type": "assert", "code": "assert f(2) == 4"}            # judged outside: only `f(2)` enters the sandbox
+OPAQUE = {"type": "assert", "code": "assert f(2) > 3 and f(3) > 5"}  # judged by a nonce written after the assert
+
+
+def stdio(stdin: str, expected: str) -> dict:
+    return {"type": "stdio", "stdin": stdin, "expected_stdout": expected}
+
+
+# (id, code, test, kwargs, expected kinds)  -- a tuple of kinds means any of them is acceptable
+CASES = [
+    ("correct solution, eq assert", "def f(x):\n    return 2 * x\n", EQ, {}, ("pass",)),
+    ("correct solution, opaque assert", "def f(x):\n    return 2 * x\n", OPAQUE, {}, ("pass",)),
+    ("correct solution, stdio", "print(int(input()) * 2)", stdio("3\n", "6\n"), {}, ("pass",)),
+    ("wrong answer", "def f(x):\n    return x + 3\n", EQ, {}, ("fail",)),
+    ("raises", "def f(x):\n    raise ValueError('no')\n", EQ, {}, ("error",)),
+    # --- forging results
+    ("prints PASSED", "print('PASSED')\nprint('{\"ok\": true, \"score\": 1.0}')", EQ, {}, ("error",)),
+    ("sys.exit(0) before the test", "import sys\nsys.exit(0)\ndef f(x):\n    return 0\n", EQ, {}, ("fail",)),
+    ("os._exit(0) before the test", "import os\nos._exit(0)", OPAQUE, {}, ("fail",)),
+    ("exit inside the function", "import os\ndef f(x):\n    os._exit(0)\n", OPAQUE, {}, ("fail",)),
+    ("writes forged results on every fd",
+     "import os\nfor fd in range(0, 64):\n    try:\n        os.write(fd, b'{\"ok\": true, \"score\": 1.0}\\n')\n"
+     "    except OSError:\n        pass\nos._exit(0)", OPAQUE, {}, ("fail",)),
+    ("forges a probe value without knowing it",
+     "import os\nos.write(3, b'{\"value\": {\"i\": \"5\"}}')\nos._exit(0)", EQ, {}, ("fail",)),
+    ("always-equal object", "class E:\n    def __eq__(self, o):\n        return True\ndef f(x):\n    return E()\n",
+     EQ, {}, ("fail",)),
+    ("int subclass with odd __eq__", "class I(int):\n    def __eq__(self, o):\n        return True\ndef f(x):\n    return I(5)\n",
+     EQ, {}, ("fail",)),
+    ("patches builtins for the assert", "import builtins\nbuiltins.AssertionError = SystemExit\ndef f(x):\n    return 0\n",
+     EQ, {}, ("fail",)),
+    # --- escapes of the plain path
+    ("os.system", "import os\nprint(os.system('cat /etc/shadow'))", stdio("", "0"), {}, ("fail", "error")),
+    ("subprocess", "import subprocess\nprint(subprocess.run(['id'], capture_output=True).stdout)", stdio("", "x"),
+     {}, ("error",)),
+    ("ctypes unshare", "import ctypes\nprint(ctypes.CDLL(None).unshare(0x40000000))", stdio("", "-1"), {}, ("pass",)),
+    ("ctypes mount", "import ctypes\nprint(ctypes.CDLL(None).mount(b'none', b'/tmp', b'tmpfs', 0, None))",
+     stdio("", "-1"), {}, ("pass",)),
+    ("ptrace", "import ctypes\nprint(ctypes.CDLL(None).ptrace(16, 1, 0, 0))", stdio("", "-1"), {}, ("pass",)),
+    # --- reading secrets
+    ("read /etc/shadow", "print(open('/etc/shadow').read())", stdio("", ""), {}, ("error",)),
+    ("read /etc/passwd", "print(open('/etc/passwd').read())", stdio("", ""), {}, ("error",)),
+    ("read the repo", "print(open('/work/main/pyproject.toml').read())", stdio("", ""), {}, ("error",)),
+    ("list /root", "import os\nprint(os.listdir('/root'))", stdio("", ""), {}, ("error",)),
+    ("read /proc of the host", "print(open('/proc/1/environ').read())", stdio("", ""), {}, ("error",)),
+    ("parent env var", "import os\nprint(os.environ.get('OPENAI_API_KEY'))", stdio("", "None"), {}, ("pass",)),
+    ("environment is empty", "import os\nprint(sorted(os.environ))", stdio("", "['HOME', 'TMPDIR']"), {}, ("pass",)),
+    # --- writing files
+    ("write into the repo", "open('/work/main/PWNED', 'w').write('x')", stdio("", ""), {}, ("error",)),
+    ("write /tmp", "open('/tmp/pwned', 'w').write('x')", stdio("", ""), {}, ("error",)),
+    ("write /dev/shm", "open('/dev/shm/pwned', 'w').write('x')", stdio("", ""), {}, ("error",)),
+    ("write scratch is fine", "open('f.txt', 'w').write('hi')\nprint(open('f.txt').read())", stdio("", "hi"), {},
+     ("pass",)),
+    # --- resource exhaustion
+    ("infinite loop", "while True:\n    pass", stdio("", ""), {"timeout_per_test": 1.0}, ("timeout",)),
+    ("sleep forever", "import time\ntime.sleep(1000)", stdio("", ""), {"timeout_per_test": 1.0}, ("timeout",)),
+    ("memory bomb", "x = bytearray(8 * 1024 ** 3)", stdio("", ""), {"memory_mb": 256}, ("error", "crash")),
+    ("fork bomb", "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+     stdio("", ""), {"timeout_per_test": 1.5}, ("timeout", "crash", "error")),
+    ("huge print", "while True:\n    print('x' * 10000)", stdio("", ""), {"max_output": 1 << 16}, ("error",)),
+    ("huge file", "f = open('big', 'wb')\nwhile True:\n    f.write(b'x' * (1 << 20))", stdio("", ""), {},
+     ("error", "crash")),
+    ("garbage bytes on stdout", "import sys\nsys.stdout.buffer.write(bytes(range(256)) * 100)", stdio("", "x"), {},
+     ("fail",)),
+    ("deeply nested return value", "def f(x):\n    a = []\n    for _ in range(100000):\n        a = [a]\n    return a\n",
+     EQ, {}, ("fail",)),
+    ("huge return value", "def f(x):\n    return 'x' * (50 << 20)\n", EQ, {}, ("fail", "error", "crash")),
+    # --- killing the supervisor
+    ("kill parent", "import os\nos.kill(os.getppid(), 9)\ndef f(x):\n    return 4\n", EQ, {}, ("pass", "crash", "fail")),
+    ("kill -9 -1", "import os\ntry:\n    os.kill(-1, 9)\nexcept OSError:\n    pass\ndef f(x):\n    return 4\n", EQ, {},
+     ("pass", "crash")),
+    ("signal every pid", "import os\nfor p in range(1, 5000):\n    try:\n        os.kill(p, 9)\n    except OSError:\n"
+     "        pass\ndef f(x):\n    return 4\n", EQ, {}, ("pass", "crash")),
+]
+
+
+@pytest.mark.parametrize("code,test,kwargs,expected", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_code_catalogue(sb, code, test, kwargs, expected):
+    [verdict] = sb.run_tests(code, [test], **kwargs)
+    assert verdict.kind in expected, verdict
+    assert verdict.passed == (verdict.kind == "pass")
+    assert "sk-fake" not in verdict.detail and "root:" not in verdict.detail
+    assert_still_works(sb)
+
+
+def test_network_is_unreachable(sb, listener):
+    code = ("import socket\ntry:\n    socket.create_connection(('127.0.0.1', %d), timeout=1)\n    print('connected')\n"
+            "except OSError:\n    print('blocked')\n" % listener.port)
+    [v] = sb.run_tests(code, [stdio("", "blocked")])
+    assert v.passed, v
+    assert listener.connections == 0
+
+
+def test_no_files_written_outside(sb):
+    sb.run_tests("open('/work/main/PWNED', 'w').write('x')", [stdio("", "")])
+    assert not os.path.exists("/work/main/PWNED")
+
+
+def test_no_process_survives_the_call(sb):
+    code = "import os, time\nfor _ in range(5):\n    if os.fork() == 0:\n        os.setsid()\n        time.sleep(300)\n"
+    sb.run_tests(code + "print('done')", [stdio("", "done")])
+    out = subprocess.run(["ps", "-eo", "uid=,pid=,comm="], capture_output=True, text=True).stdout
+    leftovers = [line for line in out.splitlines() if line.split() and 61000 <= int(line.split()[0]) < 62000]
+    assert leftovers == []
+
+
+def test_many_tests_each_isolated(sb):
+    code = "import os\nif os.path.exists('flag'):\n    print('leaked')\nopen('flag', 'w').close()\nprint(input())"
+    verdicts = sb.run_tests(code, [stdio(str(i), str(i)) for i in range(3)])
+    assert [v.kind for v in verdicts] == ["pass"] * 3
+
+
+def test_bad_test_dicts(sb):
+    from agentrl.sandbox import SandboxError
+    for bad in ({"type": "nope"}, {"type": "stdio"}, {"type": "assert", "code": "assert ("}, "str"):
+        with pytest.raises(SandboxError) as err:
+            sb.run_tests("x = 1", [bad])
+        assert err.value.cause == "bad_input"
