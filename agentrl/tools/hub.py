@@ -40,6 +40,15 @@ class ToolCall:
     name: str
     arguments: Any = field(default_factory=dict)
 
+    @classmethod
+    def from_dict(cls, d: dict, default_id: str = "") -> "ToolCall":
+        """From ``{"id", "name", "arguments"}`` or the OpenAI shape ``{"id", "function": {"name", "arguments"}}``."""
+        fn = d.get("function") if isinstance(d.get("function"), dict) else d
+        return cls(str(d.get("id") or default_id), fn.get("name"), fn.get("arguments", {}))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
 
 @dataclass
 class ToolResult:

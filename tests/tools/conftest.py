@@ -19,9 +19,7 @@ HERE = Path(__file__).parent
 PROBE = str(HERE / "servers" / "probe_server.py")
 REPO = HERE.parent.parent
 EVERYTHING_VERSION = "2026.8.31"
-EVERYTHING_INSTALL = (
-    f"npm install --prefix .cache/mcp-everything @modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"
-)
+EVERYTHING_INSTALL = f"npm install --prefix .venv/npm @modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"
 
 
 def run(coro):
@@ -123,7 +121,7 @@ def always_503():
 def everything_server():
     """@modelcontextprotocol/server-everything, installed from npm (see EVERYTHING_INSTALL)."""
     env = os.environ.get("AGENTRL_MCP_EVERYTHING")
-    path = Path(env) if env else REPO / ".cache" / "mcp-everything" / "node_modules" / ".bin" / "mcp-server-everything"
+    path = Path(env) if env else REPO / ".venv" / "npm" / "node_modules" / ".bin" / "mcp-server-everything"
     if not path.exists():
         pytest.skip(f"third-party MCP server not installed: run `{EVERYTHING_INSTALL}` in the repo root")
     return {"command": str(path), "args": ["stdio"]}

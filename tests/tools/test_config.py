@@ -103,3 +103,12 @@ def test_stats_snapshot():
     snap = s.snapshot()
     assert snap["calls"] == 4 and snap["ok"] == 2 and snap["errors"] == {"tool_error": 1, "timeout": 1}
     assert snap["latency_p50_ms"] is not None and snap["latency_p99_ms"] >= snap["latency_p50_ms"]
+
+
+def test_tool_call_from_parser_shapes():
+    from agentrl.tools import ToolCall
+
+    assert ToolCall.from_dict({"id": "c1", "name": "add", "arguments": {"a": 1}}) == ToolCall("c1", "add", {"a": 1})
+    openai = {"id": "c2", "type": "function", "function": {"name": "add", "arguments": '{"a": 1}'}}
+    assert ToolCall.from_dict(openai) == ToolCall("c2", "add", '{"a": 1}')
+    assert ToolCall.from_dict({"name": "x"}, default_id="c9").to_dict() == {"id": "c9", "name": "x", "arguments": {}}
