@@ -19,7 +19,6 @@ loop that first uses it and keeps no state outside itself.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field

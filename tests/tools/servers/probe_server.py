@@ -2,8 +2,6 @@
 
 import argparse
 import os
-import sys
-import time
 from pathlib import Path
 
 from mcp.server.mcpserver import Context, MCPServer
