@@ -88,10 +88,13 @@ class _Desugar(ast.NodeTransformer):
             return ast.copy_location(ast.Pass(), node)
         return ast.copy_location(ast.Assign(targets=[node.target], value=self.visit(node.value)), node)
 
-    def visit_AugAssign(self, node: ast.AugAssign):  # d[k] += 1  ->  d[k] = d[k] + 1
+    def visit_AugAssign(self, node: ast.AugAssign):  # d[k] += 1  ->  d[k] = d[k] + 1 (same for obj.x)
         node = self.generic_visit(node)
-        if isinstance(node.target, ast.Subscript):
-            load = ast.Subscript(value=node.target.value, slice=node.target.slice, ctx=ast.Load())
+        if isinstance(node.target, (ast.Subscript, ast.Attribute)):
+            if isinstance(node.target, ast.Subscript):
+                load = ast.Subscript(value=node.target.value, slice=node.target.slice, ctx=ast.Load())
+            else:
+                load = ast.Attribute(value=node.target.value, attr=node.target.attr, ctx=ast.Load())
             value = ast.BinOp(left=load, op=node.op, right=node.value)
             return ast.fix_missing_locations(ast.copy_location(ast.Assign(targets=[node.target], value=value), node))
         return node
@@ -157,9 +160,10 @@ def _inplacevar(op, target, value):
 
 
 def _write(ob):
-    """Graders may mutate their own dicts and lists (the sample/item Records included: the process is
-    private); attribute writes on anything else (modules, classes) go through RestrictedPython's guard."""
-    if isinstance(ob, (dict, list)):
+    """Graders may mutate their own dicts, lists and instances of their own classes (the sample/item
+    Records included: the process is private); anything else (modules, library classes) goes through
+    RestrictedPython's guard."""
+    if isinstance(ob, (dict, list)) or getattr(type(ob), "__module__", None) == "grader":
         return ob
     return full_write_guard(ob)
 

@@ -1,0 +1,131 @@
+"""The trusted side survives bad inputs and dead workers, reports isolation honestly, and is thread/async safe."""
+
+import asyncio
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from agentrl.sandbox import IsolationReport, Sandbox, SandboxError, get_sandbox
+from agentrl.sandbox.results import Check
+
+from .conftest import NORMAL_GRADER, assert_still_works
+
+
+def nested(depth: int):
+    x: object = "leaf"
+    for _ in range(depth):
+        x = [x]
+    return x
+
+
+@pytest.mark.parametrize("depth", [50, 2000, 200000])
+def test_deeply_nested_input(sb, depth):
+    src = "def grade(sample, item):\n    return 1.0\n"
+    try:
+        assert sb.run_grader(src, "deep.py", {"final_answer": "x", "blob": nested(depth)}, {}) == 1.0
+    except SandboxError as e:
+        assert e.cause == "bad_input", e
+    assert_still_works(sb)
+
+
+@pytest.mark.parametrize("bad", [{"x": float("nan")}, {"x": object()}, {"x": b"bytes"}, {1j: 1}])
+def test_non_json_input(sb, bad):
+    with pytest.raises(SandboxError) as err:
+        sb.run_grader(NORMAL_GRADER, "g.py", bad, {})
+    assert err.value.cause == "bad_input"
+
+
+def test_garbage_in_source_and_strings(sb):
+    src = "def grade(sample, item):\n    return float(len(sample.final_answer))\n# \udcff \x00?"
+    try:
+        sb.run_grader(src, "g.py", {"final_answer": "\x00\udcff\u202e"}, {})
+    except SandboxError:
+        pass
+    assert_still_works(sb)
+
+
+def test_worker_killed_mid_call_is_an_error_not_zero(sb):
+    pool = sb._pool("grader")
+    pool.ensure_started()
+    pids = [w.proc.pid for w in pool.workers if w.alive()]
+    result = {}
+
+    def call():
+        try:
+            result["value"] = sb.run_grader("def grade(sample, item):\n    while True:\n        pass\n", "slow.py",
+                                            {}, {}, timeout=8.0)
+        except SandboxError as e:
+            result["error"] = e
+
+    threads = [threading.Thread(target=call) for _ in range(len(pids))]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    for t in threads:
+        t.join()
+    assert "value" not in result
+    assert result["error"].cause == "worker_died"
+    assert_still_works(sb)
+
+
+def test_isolation_report_is_measured(sb):
+    report = sb.isolation_report()
+    assert isinstance(report, IsolationReport)
+    for key in ("net_ns", "mount_ns", "pid_ns", "uid_drop", "seccomp", "landlock_fs", "rlimits", "env_empty", "cgroups"):
+        assert key in report.checks and report.checks[key].reason
+    assert report.strong, report.summary()
+    assert "probe:" in report.uid_drop.reason
+    assert "sandbox isolation" in report.summary()
+
+
+def test_weak_isolation_refuses_model_code_unless_opted_in(monkeypatch):
+    box = Sandbox(size=1)
+    try:
+        box._report = IsolationReport({"net_ns": Check(False, "pretend"), "rlimits": Check(True, "")})
+        monkeypatch.delenv("AGENTRL_SANDBOX_ALLOW_WEAK", raising=False)
+        with pytest.raises(SandboxError) as err:
+            box.run_tests("print(1)", [{"type": "stdio", "stdin": "", "expected_stdout": "1"}])
+        assert err.value.cause == "weak_isolation" and "AGENTRL_SANDBOX_ALLOW_WEAK" in str(err.value)
+        [v] = box.run_tests("print(1)", [{"type": "stdio", "stdin": "", "expected_stdout": "1"}], allow_weak=True)
+        assert v.passed
+        monkeypatch.setenv("AGENTRL_SANDBOX_ALLOW_WEAK", "1")
+        [v] = box.run_tests("print(1)", [{"type": "stdio", "stdin": "", "expected_stdout": "1"}])
+        assert v.passed
+    finally:
+        box.close()
+
+
+def test_threads(sb):
+    errors, values = [], []
+
+    def work(i):
+        try:
+            for _ in range(5):
+                values.append(sb.run_grader(NORMAL_GRADER, "t.py", {"final_answer": str(i)}, {"answer": str(i % 2)}))
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(values) == 30 and set(values) <= {0.0, 1.0}
+
+
+def test_asyncio(sb):
+    async def main():
+        return await asyncio.gather(*(sb.arun_grader(NORMAL_GRADER, "a.py", {"final_answer": "4"}, {"answer": "4"})
+                                      for _ in range(6)),
+                                    sb.arun_tests("print(2)", [{"type": "stdio", "stdin": "", "expected_stdout": "2"}]))
+    *values, verdicts = asyncio.run(main())
+    assert values == [1.0] * 6 and verdicts[0].passed
+
+
+def test_get_sandbox_is_process_wide():
+    assert get_sandbox() is get_sandbox()
