@@ -1,7 +1,8 @@
 """A child process that compares two answers symbolically (math_verify + sympy).
 
 Run as ``python -m agentrl.rewards._mathworker``; reads one JSON request per line on stdin
-(``{"gold": ..., "pred": ...}``) and writes ``{"equal": bool}`` or ``{"error": "..."}`` per line.
+(``{"gold": ..., "pred": ..., "numeric": false}``) and writes ``{"value": ...}`` or ``{"error": "..."}``
+per line: ``value`` is whether they are equal, or with ``numeric`` the gold's decimal value (or null).
 It lives in its own process so a simplify that never ends can be killed (see mathcheck.SymbolicPool).
 """
 
@@ -26,6 +27,17 @@ def compare(gold: str, pred: str) -> bool:
     return bool(verify(g, p, timeout_seconds=None))
 
 
+def numeric_value(gold: str) -> str | None:
+    """The value of a constant expression like ``\\sqrt{3}`` as a decimal string (30 digits), else None."""
+    from math_verify import LatexExtractionConfig, parse
+
+    g = parse(_as_latex(gold), extraction_config=[LatexExtractionConfig(boxed_match_priority=0)], parsing_timeout=None)
+    if not g or not hasattr(g[0], "free_symbols") or g[0].free_symbols:
+        return None
+    value = g[0].evalf(30)
+    return str(value) if value.is_real and value.is_finite else None
+
+
 def main() -> None:
     import logging
 
@@ -37,7 +49,8 @@ def main() -> None:
     for line in sys.stdin:
         try:
             req = json.loads(line)
-            reply = {"equal": compare(req["gold"], req["pred"])}
+            work = numeric_value(req["gold"]) if req.get("numeric") else compare(req["gold"], req["pred"])
+            reply = {"value": work}
         except Exception as exc:  # report, keep serving
             reply = {"error": f"{type(exc).__name__}: {exc}"[:500]}
         out.write(json.dumps(reply) + "\n")

@@ -206,7 +206,7 @@ def _sandboxed(name: str, path: Path, options: dict) -> Reward:
             return get_sandbox().run_grader(source, str(path), unwrap(sample), unwrap(item), env=env, read_paths=read_paths,
                                             network=network, timeout=timeout, memory_mb=memory_mb)
         except (GraderCodeError, SandboxError) as exc:
-            raise Unscorable(str(getattr(exc, "cause", exc))) from exc
+            raise Unscorable(f"{getattr(exc, 'cause', 'sandbox')}: {str(exc)[:400]}") from exc
 
     version = hashlib.sha256(source.encode()).hexdigest()[:12]
     # the sandbox enforces `timeout`; our own deadline is a backstop a little later

@@ -40,7 +40,8 @@ def _rounds_to(exact, shown: Num) -> bool:
     d = shown.decimals
     if d is None or d < 2 or isinstance(exact, float) or isinstance(shown.value, float):
         return False
-    return abs(exact - shown.value) <= Fraction(1, 2 * 10**d)
+    gap, half = abs(exact - shown.value), Fraction(1, 2 * 10**d)
+    return gap < half or gap == half and abs(shown.value) > abs(exact)  # a tie rounds half away from zero
 
 
 def numbers_match(pred: Num, gold: Num, tol: float) -> bool:
@@ -128,15 +129,15 @@ class SymbolicPool:
                 self._free.append(proc)
             self._cond.notify()
 
-    def equal(self, gold: str, pred: str, timeout: float) -> bool:
-        key = (gold, pred)
+    def equal(self, gold: str, pred: str, timeout: float, numeric: bool = False):
+        key = (gold, pred, numeric)
         with self._cond:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
         proc = self._acquire()
         try:
-            reply = self._ask(proc, {"gold": gold, "pred": pred}, timeout)
+            reply = self._ask(proc, {"gold": gold, "pred": pred, "numeric": numeric}, timeout)
         except BaseException:
             proc.kill()
             proc.wait()
@@ -146,10 +147,10 @@ class SymbolicPool:
         if "error" in reply:
             raise Unscorable(f"symbolic comparison failed: {reply['error']}")
         with self._cond:
-            self._cache[key] = reply["equal"]
+            self._cache[key] = reply["value"]
             if len(self._cache) > 4096:
                 self._cache.popitem(last=False)
-        return reply["equal"]
+        return reply["value"]
 
     @staticmethod
     def _ask(proc: subprocess.Popen, request: dict, timeout: float) -> dict:
@@ -184,11 +185,12 @@ _POOL: SymbolicPool | None = None
 _POOL_LOCK = threading.Lock()
 
 
-def _compare_in_thread(gold: str, pred: str, timeout: float) -> bool:
-    from agentrl.rewards._mathworker import compare
+def _compare_in_thread(gold: str, pred: str, timeout: float, numeric: bool = False):
+    from agentrl.rewards._mathworker import compare, numeric_value
 
     box: dict = {}
-    thread = threading.Thread(target=lambda: box.update(r=compare(gold, pred)), daemon=True)
+    work = (lambda: numeric_value(gold)) if numeric else (lambda: compare(gold, pred))
+    thread = threading.Thread(target=lambda: box.update(r=work()), daemon=True)
     thread.start()
     thread.join(timeout)
     if "r" not in box:
@@ -196,19 +198,22 @@ def _compare_in_thread(gold: str, pred: str, timeout: float) -> bool:
     return box["r"]
 
 
-def symbolic_equal(gold: str, pred: str, timeout: float = 5.0) -> bool:
-    """math_verify + sympy equality in a killable child process; Unscorable past ``timeout`` seconds."""
+def symbolic_equal(gold: str, pred: str, timeout: float = 5.0, numeric: bool = False):
+    """math_verify + sympy equality in a killable child process; Unscorable past ``timeout`` seconds.
+
+    With ``numeric=True``: the numeric value of ``gold`` as a string of digits (or None if not a real constant).
+    """
     global _POOL
     if "agentrl.sandbox.child" in sys.modules:
         # Inside the sandbox there are no child processes to spawn, and the sandbox's own deadline kills us.
-        return _compare_in_thread(gold, pred, timeout)
+        return _compare_in_thread(gold, pred, timeout, numeric)
     with _POOL_LOCK:
         if _POOL is None:
             _POOL = SymbolicPool(int(os.environ.get("AGENTRL_MATH_WORKERS", "2")))
     try:
-        return _POOL.equal(gold, pred, timeout)
+        return _POOL.equal(gold, pred, timeout, numeric)
     except OSError:  # cannot start a child here; a thread still bounds the wait (but cannot be killed)
-        return _compare_in_thread(gold, pred, timeout)
+        return _compare_in_thread(gold, pred, timeout, numeric)
 
 
 def score_answer(pred: str, gold: str, tolerance: float | None = None, partial_credit=None, timeout: float = 5.0) -> float:
@@ -227,4 +232,11 @@ def score_answer(pred: str, gold: str, tolerance: float | None = None, partial_c
         return 0.0
     if gv is not None and isinstance(gv, Num) and pv is None and not any(c.isdigit() for c in pred):
         return 0.0  # a numeric gold and an answer without a single digit ("correct")
-    return 1.0 if symbolic_equal(gold, pred, timeout) else 0.0
+    if symbolic_equal(gold, pred, timeout):
+        return 1.0
+    # "1.732" for \sqrt{3}: a decimal with >= 2 places that is the symbolic gold rounded
+    if isinstance(pv, Num) and (pv.decimals or 0) >= 2 and gv is None:
+        value = symbolic_equal(gold, "", timeout, numeric=True)
+        if value is not None and _rounds_to(Fraction(value), pv):
+            return 1.0
+    return 0.0

@@ -1,9 +1,10 @@
 """Find the final answer in a model's response, and only the final answer.
 
-Order: the last ``\\boxed{...}``; else the last "final answer is / answer is / Answer:"; else the last
-number of the last line that has one -- unless that line holds three or more numbers and no "=" (a model
-spraying candidates gets nothing; use \\boxed{} or "Answer:" to be read for sure). The prompt is cut out first, so echoing the question yields no answer, and only
-the tail of a huge response is read.
+Order: the last ``\\boxed{...}``; else the last "final answer is / answer is / Answer:"; else the whole
+response when it is one short line of mathematics ("(x+1)^2", "[0, \\infty)"); else the last number of
+the last line that has one -- unless that line holds three or more numbers and no "=" (a model spraying
+candidates gets nothing; \\boxed{} or "Answer:" are always read). The prompt is cut out first, so echoing
+the question yields no answer, and only the tail of a huge response is read.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ _BOX = re.compile(r"\\(?:boxed|fbox)\s*")
 _MARKER = re.compile(r"(?:final\s+answer|the\s+answer|answer)\s*(?:is|:|=|\*\*:?|:\*\*)\s*:?\s*", re.I)
 _NUMBER = re.compile(
     r"[-−]?\$?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*/\s*\d+)?"
-    r"(?:\s*(?:%|percent\b|thousand\b|million\b|billion\b|trillion\b|[kKMB]\b))?"
+    r"(?:\s*(?:\\?%|percent\b|thousand\b|million\b|billion\b|trillion\b|[kKMB]\b))?"
     r"|[-−]?\\d?frac\{[^{}]*\}\{[^{}]*\}"
 )
 _LIST_RESIDUE = re.compile(r"^[\s,;/|and&\-–.\[\](){}]*$", re.I)
@@ -68,6 +69,31 @@ def _last_number(text: str) -> str | None:
     return None
 
 
+_LATEX_CMD = re.compile(r"\\[a-zA-Z]+")
+_WORD = re.compile(r"[a-zA-Z]{3,}")
+_MATH_WORDS = {"sin", "cos", "tan", "log", "exp", "sqrt", "inf", "and", "infty", "frac", "cot", "sec", "csc"}
+
+
+def _whole_line(text: str) -> str | None:
+    """A short one-line response that is itself the answer: "(x+1)^2", "1 234 567", "[0, \\infty)"."""
+    from agentrl.rewards.mathnorm import parse_value
+
+    line = text.strip()
+    if not line or "\n" in line or len(line) > 100 or not any(c.isalnum() for c in line):
+        return None
+    if parse_value(line) is not None:
+        return line
+    if "=" in line:  # "3 + 4 = 7": the result is what the last "=" gives
+        line = line.rsplit("=", 1)[1].strip()
+        if not line:
+            return None
+    words = [w for w in _WORD.findall(_LATEX_CMD.sub(" ", line)) if w.lower() not in _MATH_WORDS]
+    nums = _NUMBER.findall(line)
+    if words or (len(nums) >= 3 and _LIST_RESIDUE.match(_NUMBER.sub("", line))):
+        return None
+    return line
+
+
 def extract_final_answer(text: str | None, prompt: str = "") -> str | None:
     """The final answer in ``text``, or None if there is none."""
     if not text:
@@ -82,6 +108,8 @@ def extract_final_answer(text: str | None, prompt: str = "") -> str | None:
     answer = last_boxed(text)
     if answer is None:
         answer = _after_marker(text)
+    if answer is None:
+        answer = _whole_line(text)
     if answer is None:
         answer = _last_number(text)
     if answer is None:

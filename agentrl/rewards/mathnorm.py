@@ -20,7 +20,7 @@ _CURRENCY = re.compile(r"(?:\\\$|\$|€|£|¥|₹|\b(?:usd|us dollars?|dollars?|
 _LATEX_DROP = re.compile(r"\\left|\\right|\\[,;:! ]|\\quad|\\qquad|\\displaystyle|~")
 _TEXT = re.compile(r"\\(?:text|textbf|mathrm|mathbf|textit|operatorname|mbox)\s*\{([^{}]*)\}")
 _DEGREE = re.compile(r"\^\s*\{?\\circ\}?|°|\\degree")
-_ASSIGN = re.compile(r"^[a-zA-Z](?:_\{?\w+\}?)?\s*(?:=|\\approx|≈)\s*(.+)$", re.S)
+_ASSIGN = re.compile(r"^[a-zA-Z](?:_\{?\w+\}?)?\s*(?:=|\\approx|≈|\\in|∈)\s*(.+)$", re.S)
 _PLAIN = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)$")
 _THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 _SPACED = re.compile(r"^[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
@@ -185,8 +185,11 @@ def parse_value(text: str) -> Num | Seq | None:
         if "," not in body and ";" not in body:
             return None
         kind = "list"
+    parts = split_top(body)
+    if kind == "list" and len(parts) < 2:
+        return None  # the separator was inside brackets: not a list
     items = []
-    for part in split_top(body):
+    for part in parts:
         v = parse_value(part)
         if v is None:
             return None

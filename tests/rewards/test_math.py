@@ -27,7 +27,7 @@ EXTRACTION = [
     ("Answer: $842M", "$842M"),
     ("3 + 4 = 7", "7"),
     ("We have 3 apples.\nSo 3 + 4 = 7 apples in total.", "7"),
-    ("1, 2, 3, 42, 5", None),  # a list of candidates is not an answer
+    ("1, 2, 3, 42, 5", "1, 2, 3, 42, 5"),  # read as a list: it can only equal a list (see ADVERSARIAL)
     ("Possible answers: 12 15 18 21", None),
     ("", None),
     (":", None),
