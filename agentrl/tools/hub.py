@@ -120,6 +120,8 @@ class ToolHub:
         return self._servers[name]
 
     async def _shared(self, srv: _Server) -> Connection:
+        if srv.shared is not None and srv.shared.alive:
+            return srv.shared
         async with srv.lock:
             if srv.shared is None or not srv.shared.alive:
                 if srv.shared is not None:
@@ -155,6 +157,8 @@ class ToolHub:
     async def catalog(self) -> dict[str, tuple[str, ToolSpec]]:
         """Exposed tool name -> (server, tool). Names are prefixed ``server.tool`` only where two servers clash."""
         self._bind()
+        if self._catalog is not None:
+            return self._catalog
         async with self._catalog_lock:
             if self._catalog is None:
                 listed = {name: await self.server_tools(name) for name in self.specs}

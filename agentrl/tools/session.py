@@ -41,11 +41,14 @@ class RolloutSession:
         self._connections: dict[str, Connection] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
+        self._tools: dict | None = None
 
     async def tools(self) -> dict[str, tuple[str, Any]]:
         """Exposed name -> (server, ToolSpec), after the rollout's own restriction."""
-        catalog = await self.hub.catalog()
-        return {n: st for n, st in catalog.items() if _allowed(n, st[0], st[1].name, self.allowed_tools)}
+        if self._tools is None:
+            catalog = await self.hub.catalog()
+            self._tools = {n: st for n, st in catalog.items() if _allowed(n, st[0], st[1].name, self.allowed_tools)}
+        return self._tools
 
     async def tool_schemas(self) -> list[dict]:
         """OpenAI-style function schemas for the chat template."""
