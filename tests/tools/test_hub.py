@@ -275,3 +275,15 @@ def test_http_server_restart_is_survived(tmp_path):
         run(main())
     finally:
         stop(proc)
+
+
+def test_concurrency_cap_per_server(probe_http):
+    async def main():
+        async with ToolHub.from_config({"probe": {"url": probe_http, "max_concurrency": 2}}) as hub:
+            async def rollout(i):
+                async with hub.rollout(f"r{i}") as s:
+                    return await s.call_many([ToolCall(f"c{j}", "overlap", {"tag": "capped", "seconds": 0.2}) for j in range(3)])
+            results = [r for batch in await asyncio.gather(*(rollout(i) for i in range(3))) for r in batch]
+        assert len(results) == 9 and not any(r.is_error for r in results)
+        assert max(int(r.content) for r in results) <= 2  # never more than the cap in flight at the server
+    run(main())

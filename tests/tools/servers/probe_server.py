@@ -46,6 +46,22 @@ async def slow(marker: str, seconds: float) -> str:
     return "slept"
 
 
+_in_flight: dict = {}
+
+
+@app.tool()
+async def overlap(tag: str, seconds: float) -> int:
+    """Wait `seconds`; answer the most calls with this `tag` that were running at once so far."""
+    import anyio
+
+    now, peak = _in_flight.get(tag, (0, 0))
+    _in_flight[tag] = (now + 1, max(peak, now + 1))
+    await anyio.sleep(seconds)
+    now, peak = _in_flight[tag]
+    _in_flight[tag] = (now - 1, peak)
+    return peak
+
+
 @app.tool()
 async def hang() -> str:
     """Never answers."""
