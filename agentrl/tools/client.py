@@ -245,10 +245,13 @@ class Connection:
             return
         try:
             await asyncio.wait_for(asyncio.shield(task), 10.0)
-        except (asyncio.TimeoutError, asyncio.CancelledError):
+        except asyncio.TimeoutError:  # a server that will not stop: cancel, which kills a stdio process tree
+            task.cancel()
+            await asyncio.wait({task}, timeout=5.0)
+        except asyncio.CancelledError:
             task.cancel()
             raise
-        except Exception:
+        except Exception:  # the session ended badly; it is closed all the same
             pass
 
     def _live(self) -> Client:
