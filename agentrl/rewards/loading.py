@@ -177,6 +177,25 @@ def resolve_env(name: str, declared: list | tuple) -> dict[str, str]:
     return {v: os.environ[v] for v in declared}
 
 
+class SandboxedGrade:
+    """``grade(sample, item)`` of a user's file, run by ``agentrl.sandbox`` (a class so it pickles for Ray)."""
+
+    def __init__(self, source: str, filename: str, env: dict, read_paths: tuple, network: bool, timeout: float,
+                 memory_mb: int) -> None:
+        self.source, self.filename, self.env, self.read_paths = source, filename, env, read_paths
+        self.network, self.timeout, self.memory_mb = network, timeout, memory_mb
+
+    def __call__(self, sample: Any, item: Any) -> float | None:
+        from agentrl.sandbox import GraderCodeError, SandboxError, get_sandbox
+
+        try:
+            return get_sandbox().run_grader(self.source, self.filename, unwrap(sample), unwrap(item), env=self.env,
+                                            read_paths=self.read_paths, network=self.network, timeout=self.timeout,
+                                            memory_mb=self.memory_mb)
+        except (GraderCodeError, SandboxError) as exc:
+            raise Unscorable(f"{getattr(exc, 'cause', 'sandbox')}: {str(exc)[:400]}") from exc
+
+
 def _sandboxed(name: str, path: Path, options: dict) -> Reward:
     try:
         source = path.read_text()
@@ -196,18 +215,11 @@ def _sandboxed(name: str, path: Path, options: dict) -> Reward:
     # a reward file may import the agentrl.rewards helpers, so the sandbox must be able to read the package
     read_paths = (*options.get("read_paths", ()), str(Path(agentrl.__file__).resolve().parent))
     try:
-        from agentrl.sandbox import GraderCodeError, SandboxError, get_sandbox
+        import agentrl.sandbox  # noqa: F401
     except ImportError as exc:
         raise RewardConfigError(f"reward {name!r} ({path}) must run in the sandbox, but agentrl.sandbox is not "
                                 f"available ({exc}); reinstall agentrl") from None
-
-    def grade(sample: Any, item: Any) -> float | None:
-        try:
-            return get_sandbox().run_grader(source, str(path), unwrap(sample), unwrap(item), env=env, read_paths=read_paths,
-                                            network=network, timeout=timeout, memory_mb=memory_mb)
-        except (GraderCodeError, SandboxError) as exc:
-            raise Unscorable(f"{getattr(exc, 'cause', 'sandbox')}: {str(exc)[:400]}") from exc
-
+    grade = SandboxedGrade(source, str(path), env, read_paths, network, timeout, memory_mb)
     version = hashlib.sha256(source.encode()).hexdigest()[:12]
     # the sandbox enforces `timeout`; our own deadline is a backstop a little later
     return Reward(name, grade, env=env, timeout=timeout + 5.0, origin=str(path), version=version, sandboxed=True)

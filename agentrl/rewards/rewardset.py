@@ -113,7 +113,16 @@ class RewardSet:
         except RuntimeError:
             return asyncio.run(self.ascore(sample, item))
         box: dict = {}
-        thread = threading.Thread(target=lambda: box.setdefault("r", asyncio.run(self.ascore(sample, item))))
+
+        def run() -> None:
+            try:
+                box["result"] = asyncio.run(self.ascore(sample, item))
+            except BaseException as exc:  # re-raised in the caller's thread
+                box["error"] = exc
+
+        thread = threading.Thread(target=run, name="agentrl-rewardset")
         thread.start()
         thread.join()
-        return box["r"]
+        if "error" in box:
+            raise box["error"]
+        return box["result"]

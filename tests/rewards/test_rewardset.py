@@ -154,3 +154,19 @@ def test_plugin_registered_reward_is_found(monkeypatch):
 
     plugins.reset_plugin_manager(plugins.new_plugin_manager(builtin, Mine()))
     assert load_reward("length")(sample("abc"), item("q")) == 3.0
+
+
+def test_rewardset_pickles_for_ray_workers():
+    import pickle
+
+    rs = pickle.loads(pickle.dumps(RewardSet([{"name": "math"}, {"name": "tool_use", "weight": 0}])))
+    assert rs.score(sample("Answer: 7"), item("q", expected_answer="7")).score == 1.0
+
+
+def test_sandboxed_file_pickles(tmp_path):
+    import pickle
+
+    path = tmp_path / "r.py"
+    path.write_text("def grade(sample, item):\n    return 1.0\n")
+    reward = pickle.loads(pickle.dumps(load_reward(str(path))))
+    assert reward.sandboxed and reward.origin == str(path.resolve())
