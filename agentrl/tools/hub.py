@@ -139,29 +139,32 @@ class ToolHub:
                 srv.stats.restarts += 1
         await conn.close()
 
-    async def server_tools(self, name: str) -> list[ToolSpec]:
-        """The tools ``name`` lists, after its allow-list (cached for the hub's life)."""
+    async def server_tools(self, name: str, session: "RolloutSession | None" = None) -> list[ToolSpec]:
+        """The tools ``name`` lists, after its allow-list (cached for the hub's life).
+
+        A stateful server is listed through ``session``'s own MCP session (it would open one anyway),
+        or through a throwaway one.
+        """
         srv = self._server(name)
         if srv.tools is None:
-            # a stateful server is listed through a throwaway session, never a rollout's
-            lister = RolloutSession(self, "(tools/list)") if srv.spec.stateful else None
+            lister = (session or RolloutSession(self, "(tools/list)")) if srv.spec.stateful else None
             try:
                 tools = await self._attempt(srv, "tools/list", lambda conn: conn.list_tools(), lister)
             finally:
-                if lister is not None:
+                if lister is not None and lister is not session:
                     await lister.aclose()
             allow = srv.spec.tools
             srv.tools = [t for t in tools if allow is None or t.name in allow]
         return srv.tools
 
-    async def catalog(self) -> dict[str, tuple[str, ToolSpec]]:
+    async def catalog(self, session: "RolloutSession | None" = None) -> dict[str, tuple[str, ToolSpec]]:
         """Exposed tool name -> (server, tool). Names are prefixed ``server.tool`` only where two servers clash."""
         self._bind()
         if self._catalog is not None:
             return self._catalog
         async with self._catalog_lock:
             if self._catalog is None:
-                listed = {name: await self.server_tools(name) for name in self.specs}
+                listed = {name: await self.server_tools(name, session) for name in self.specs}
                 counts: dict[str, int] = {}
                 for tools in listed.values():
                     for t in tools:

@@ -46,7 +46,7 @@ class RolloutSession:
     async def tools(self) -> dict[str, tuple[str, Any]]:
         """Exposed name -> (server, ToolSpec), after the rollout's own restriction."""
         if self._tools is None:
-            catalog = await self.hub.catalog()
+            catalog = await self.hub.catalog(self)
             self._tools = {n: st for n, st in catalog.items() if _allowed(n, st[0], st[1].name, self.allowed_tools)}
         return self._tools
 

@@ -23,15 +23,15 @@ def test_third_party_everything_server(everything_server, calc_stdio):
     run(main())
 
 
-def test_cli_list_call_check(calc_stdio, always_503, tmp_path):
+def test_cli_list_call_check(calc_http, always_503, tmp_path):
     config = tmp_path / "tools.json"
-    config.write_text(json.dumps({"mcpServers": {"calc": calc_stdio}}))
+    config.write_text(json.dumps({"mcpServers": {"calc": {"url": calc_http}}}))
     listing = list_tools(str(config))
-    assert "calc  (stdio:" in listing and "calc.add(a, b)" in listing
+    assert f"calc  (http: {calc_http})" in listing and "calc.add(a, b)" in listing
     assert call_tool(str(config), "calc.add", '{"a": 2, "b": 3}') == ("5", False)
     assert call_tool(str(config), "calc.add", "{oops")[1] is True
     report, ok = check(str(config))
     assert ok and report.startswith("ok   calc:") and " ms " in report and "1/1 servers ok" in report
     _, url = always_503
-    report, ok = check({"calc": calc_stdio, "down": {"url": url, "retries": 1}})
+    report, ok = check({"calc": {"url": calc_http}, "down": {"url": url, "retries": 1}})
     assert not ok and "FAIL down: http_5xx" in report and "ok   calc" in report and "1/2 servers ok" in report
