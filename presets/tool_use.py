@@ -21,6 +21,8 @@ EXTRA_CALL_PENALTY = 0.1
 JUDGE_MODEL = None  # e.g. "openai/gpt-4o-mini"; None = tool check only
 JUDGE_API_BASE = None
 JUDGE_WEIGHT = 0.5
+JUDGE_TEMPLATE = DEFAULT_TEMPLATE.replace(
+    "Assistant's final answer:", "Tool calls and results, step by step:\n{sample.trajectories}\n\nAssistant's final answer:")
 ENV = []  # e.g. ["OPENAI_API_KEY"] when a judge is used
 TIMEOUT = 300.0  # seconds for one grade() call (a judge with retries can be slow)
 NETWORK = False  # set True when JUDGE_MODEL is set and this file runs in the sandbox
@@ -37,7 +39,7 @@ def grade(sample, item, extra_call_penalty=EXTRA_CALL_PENALTY, judge_model=JUDGE
     if judge_model and metadata.get("rubric"):
         if env is None:  # running as a file in the sandbox, where getenv() reads only the declared variables
             env = {name: getenv(name) for name in ENV if getenv(name) is not None}  # noqa: F821
-        judged = judge_score_sync(render(DEFAULT_TEMPLATE, sample, item), model=judge_model, api_base=judge_api_base,
+        judged = judge_score_sync(render(JUDGE_TEMPLATE, sample, item), model=judge_model, api_base=judge_api_base,
                                    api_key=pick_api_key(env, api_key_env), backoff=backoff)
         score = (1 - judge_weight) * score + judge_weight * judged
     return score

@@ -67,3 +67,13 @@ def test_combined_with_a_judge_rubric():
         made = calls(("add", {}))
         assert reward(made, item("q", expected_tools=["add"], rubric="uses add")) == pytest.approx(0.75)
         assert reward(made, item("q", expected_tools=["add"])) == 1.0  # no rubric: tool check only
+
+
+def test_judge_sees_the_tool_calls():
+    from judge_server import JudgeServer
+
+    with JudgeServer(["Score: 10/10"]) as server:
+        reward = load_reward("tool_use", judge_model="openai/judge", judge_api_base=server.api_base, backoff=0.01)
+        reward(calls(("calc.add", {"a": 2, "b": 3})), item("q", expected_tools=["add"], rubric="adds"))
+    prompt = server.requests[0]["body"]["messages"][0]["content"]
+    assert '"calc.add"' in prompt and '"a": 2' in prompt
