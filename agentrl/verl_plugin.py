@@ -3,7 +3,8 @@
 It registers, through verl's own registries and nothing patched on disk:
 - the ``cpu`` platform, chosen automatically when no GPU is present;
 - the ``agentrl_cpu`` rollout backend (transformers, token-in/token-out, weight sync);
-- the ``agentrl`` agent loop (multi-turn, MCP tools, agentrl rewards).
+- the ``agentrl`` agent loop (multi-turn, MCP tools, agentrl rewards);
+- the ``agentrl_grpo`` advantage estimator (unscorable rollouts kept out of their group).
 
 verl swallows plugin import errors at DEBUG level, so failures are logged here at ERROR level with
 the cause: a broken plugin must never look like a missing feature.
@@ -18,8 +19,9 @@ logger = logging.getLogger("agentrl.verl_plugin")
 def _load() -> None:
     try:
         from agentrl.verl_cpu import platform
+        from agentrl.verl_cpu.detect import has_accelerator
 
-        if not platform.has_accelerator() or os.environ.get("VERL_PLATFORM", "").lower() == platform.NAME:
+        if not has_accelerator() or os.environ.get("VERL_PLATFORM", "").lower() == platform.NAME:
             platform.activate()
         from agentrl.verl_cpu import registration
 
@@ -29,6 +31,7 @@ def _load() -> None:
         raise
     try:
         from agentrl import agent_loop  # noqa: F401  (registers the "agentrl" agent loop)
+        from agentrl import grpo  # noqa: F401  (registers the "agentrl_grpo" advantage estimator)
     except Exception:
         logger.exception("agentrl: could not register the agentrl agent loop with verl")
         raise

@@ -9,7 +9,6 @@ is picked on a machine with no accelerator (or forced with ``VERL_PLATFORM=cpu``
 from __future__ import annotations
 
 import os
-import shutil
 import types
 from contextlib import contextmanager
 from typing import Any, Optional
@@ -20,14 +19,9 @@ import torch.distributed
 from verl.plugin.platform.platform_base import PlatformBase
 from verl.plugin.platform.platform_manager import PlatformRegistry
 
+from agentrl.verl_cpu.detect import has_accelerator
+
 NAME = "cpu"
-
-
-def has_accelerator() -> bool:
-    """True when a CUDA/ROCm GPU is visible: then verl's own platforms and vLLM are used."""
-    if torch.cuda.is_available():
-        return True
-    return shutil.which("nvidia-smi") is not None or shutil.which("rocm-smi") is not None
 
 
 def _cpu_device_module() -> types.ModuleType:

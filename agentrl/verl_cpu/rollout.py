@@ -35,7 +35,7 @@ class CpuRolloutServer:
         self.config = config
         self.model_config = model_config
         self.replica_rank = replica_rank
-        self.global_steps: Optional[int] = None
+        self.global_steps: int = 0
         self.batcher: Optional[Batcher] = None
         self.weight_syncs = 0
 

@@ -1,0 +1,240 @@
+"""The training config: verl's Hydra keys plus an ``agentrl:`` block for what the user chooses.
+
+    agentrl:
+      model: ./my-model            # or "demo": the tiny model the project builds offline
+      train_data: data/train.jsonl
+      val_data: data/val.jsonl     # optional
+      tools: [calculator]          # plugin names, or an mcpServers dict, or a path to an mcpServers JSON file
+      rewards: [{name: math, weight: 1.0}]
+      batch_size: 8                # prompts per step
+      samples_per_prompt: 4        # GRPO group size
+      ...
+    trainer:                       # any verl key, as in verl's ppo_trainer.yaml
+      total_epochs: 2
+
+``agentrl train CONFIG key=value ...`` overrides either part (``agentrl.batch_size=4``,
+``actor_rollout_ref.actor.optim.lr=1e-5``). Unknown keys, in either part, are errors that name the key
+and the nearest valid one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+from typing import Any, Literal, Optional, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+
+class ConfigError(Exception):
+    """The config is wrong; the message names the key, the file and the fix."""
+
+
+class LoraSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    rank: int = Field(0, ge=0, description="LoRA rank; 0 trains all weights")
+    alpha: int = 16
+    target_modules: Union[str, list[str]] = "all-linear"
+
+
+class AgentSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max_turns: int = Field(4, ge=1, description="assistant turns per rollout")
+    max_tool_calls: int = Field(8, ge=0, description="tool calls per rollout, all turns together")
+    max_parallel_calls: int = Field(4, ge=1, description="tool calls run concurrently in one turn")
+    max_tool_result_chars: int = Field(4000, ge=16, description="longer tool results are truncated with a marker")
+    tool_parser: str = Field("hermes", description="verl tool-call parser: hermes, qwen3_coder, glm, ...")
+    tool_timeout: float = Field(30.0, gt=0)
+
+
+class AgentrlSettings(BaseModel):
+    """Everything under ``agentrl:``."""
+
+    model_config = ConfigDict(extra="forbid")
+    model: str = Field(..., description="HF model directory, or 'demo'")
+    train_data: str
+    val_data: Optional[str] = None
+    tools: Union[list[str], dict[str, Any], str, None] = None
+    tool_allow: Optional[dict[str, list[str]]] = Field(None, description="per-server allow-list of tool names")
+    rewards: list[Union[str, dict[str, Any]]]
+    batch_size: int = Field(8, ge=1, description="prompts per training step")
+    samples_per_prompt: int = Field(4, ge=2, description="GRPO group size")
+    epochs: int = Field(1, ge=1)
+    max_steps: Optional[int] = Field(None, ge=1, description="stop after this many steps (default: epochs)")
+    temperature: float = Field(1.0, gt=0)
+    max_prompt_length: int = Field(512, ge=8)
+    max_response_length: int = Field(512, ge=8)
+    save_every: int = Field(0, ge=0, description="checkpoint every N steps; 0 = only at the end")
+    kl_coef: float = Field(0.0, ge=0)
+    learning_rate: float = Field(1e-6, gt=0)
+    entropy_coef: float = Field(0.0, ge=0)
+    lora: LoraSettings = LoraSettings()
+    agent: AgentSettings = AgentSettings()
+    device: Literal["auto", "cpu", "gpu"] = "auto"
+    run_dir: str = Field("runs/${name}", description="where the run's files go")
+    name: str = "run"
+    seed: int = 0
+
+    @field_validator("rewards")
+    @classmethod
+    def _nonempty(cls, value: list) -> list:
+        if not value:
+            raise ValueError("name at least one reward, e.g. [{name: math, weight: 1.0}]")
+        return value
+
+
+def _nearest(key: str, options: list[str]) -> str:
+    close = difflib.get_close_matches(key, options, n=1, cutoff=0.5)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def _model_fields(model: type[BaseModel], loc: tuple) -> list[str]:
+    fields = model.model_fields
+    for part in loc[:-1]:
+        if part not in fields:
+            return []
+        annotation = fields[part].annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            fields = annotation.model_fields
+        else:
+            return []
+    return list(fields)
+
+
+def parse_agentrl(block: Any, source: str) -> AgentrlSettings:
+    if not isinstance(block, dict):
+        raise ConfigError(f"{source}: the config needs an 'agentrl:' mapping (model, train_data, rewards, ...)")
+    try:
+        return AgentrlSettings.model_validate(block)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            loc = tuple(str(p) for p in err["loc"])
+            key = "agentrl." + ".".join(loc)
+            if err["type"] == "extra_forbidden":
+                hint = _nearest(loc[-1], _model_fields(AgentrlSettings, loc))
+                lines.append(f"unknown key {key!r}.{hint}")
+            elif err["type"] == "missing":
+                lines.append(f"missing key {key!r}: {AgentrlSettings.model_fields.get(loc[0]).description or 'required'}"
+                             if loc[0] in AgentrlSettings.model_fields else f"missing key {key!r}")
+            else:
+                lines.append(f"{key}: {err['msg']} (got {err.get('input')!r})")
+        raise ConfigError(f"{source}: " + "; ".join(lines)) from None
+
+
+def parse_value(text: str) -> Any:
+    """A command-line value as YAML (numbers, booleans, lists, null) or a plain string."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def set_dotted(tree: dict, dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = tree
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = node[part] = {}
+        node = child
+    node[parts[-1]] = value
+
+
+def load_config(path: str | os.PathLike, overrides: list[str] = ()) -> tuple[AgentrlSettings, dict, dict]:
+    """Read CONFIG.yaml and apply ``key=value`` overrides.
+
+    Returns the agentrl settings, the verl part (a nested dict of verl keys), and the raw merged
+    document (for ``config.yaml`` in the run directory).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {str(path)!r} does not exist (run from the project folder, or give its path)")
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"override {item!r} is not key=value (e.g. agentrl.batch_size=4)")
+        key, value = item.split("=", 1)
+        set_dotted(doc, key.strip().lstrip("+"), parse_value(value))
+    block = doc.get("agentrl")
+    settings = parse_agentrl(block, str(path))
+    base = path.parent.resolve()
+    for attr in ("train_data", "val_data"):
+        value = getattr(settings, attr)
+        if value and not os.path.isabs(value):
+            setattr(settings, attr, str(base / value))
+    if settings.model != "demo" and not os.path.isabs(settings.model) and (base / settings.model).exists():
+        settings.model = str(base / settings.model)
+    if isinstance(settings.tools, str) and not os.path.isabs(settings.tools) and (base / settings.tools).exists():
+        settings.tools = str(base / settings.tools)
+    verl_part = {k: v for k, v in doc.items() if k != "agentrl"}
+    return settings, verl_part, doc
+
+
+def flatten(tree: dict, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            out.update(flatten(value, dotted + "."))
+        else:
+            out[dotted] = value
+    return out
+
+
+def hydra_value(value: Any) -> str:
+    """Format a value for a Hydra command-line override."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(hydra_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{hydra_value(v)}" for k, v in value.items()) + "}"
+    text = str(value)
+    if any(c in text for c in " ,[]{}()=:'\"\\$") or text == "":
+        return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return text
+
+
+def verl_defaults() -> dict:
+    """verl's own ppo_trainer defaults, composed the way main_ppo composes them."""
+    from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    GlobalHydra.instance().clear()
+    with initialize_config_module(config_module="verl.trainer.config", version_base=None):
+        cfg = compose(config_name="ppo_trainer")
+    return OmegaConf.to_container(cfg, resolve=False)
+
+
+def check_verl_keys(verl_keys: dict[str, Any], defaults: dict, source: str) -> None:
+    """Every verl key must exist in verl's config (a ``+`` prefix adds a new one deliberately)."""
+    problems = []
+    for dotted in verl_keys:
+        if dotted.startswith("+"):
+            continue
+        node: Any = defaults
+        walked = []
+        for part in dotted.split("."):
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+                walked.append(part)
+                continue
+            options = list(node) if isinstance(node, dict) else []
+            where = ".".join(walked) or "the top level"
+            problems.append(f"unknown verl key {dotted!r}: {where} has no {part!r}.{_nearest(part, options)}")
+            break
+    if problems:
+        raise ConfigError(f"{source}: " + "; ".join(problems) + " (prefix a key with '+' to add a new one on purpose)")

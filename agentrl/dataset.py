@@ -1,0 +1,104 @@
+"""The user's dataset: JSONL rows with ``messages`` and optional ``metadata``.
+
+    {"messages": [{"role": "user", "content": "What is 37 + 48?"}], "metadata": {"expected_answer": "85"}}
+
+Rows are checked before training; the first bad row stops the job with ``file:line`` and what is
+wrong. verl reads the converted file: the prompt in ``prompt`` and the whole row, as JSON text, in
+``extra_info.agentrl_row`` (verl needs the same extra-info keys on every row, so metadata of any
+shape travels as one string). The agent loop turns it back into the ``item`` rewards see.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+ROLES = {"system", "user", "assistant", "tool"}
+
+
+class DatasetError(Exception):
+    """A dataset row is malformed; the message says file:line, what is wrong, and how to fix it."""
+
+
+def _check_row(row: Any, where: str) -> dict:
+    if not isinstance(row, dict):
+        raise DatasetError(f"{where}: each line must be a JSON object with a \"messages\" list, got {type(row).__name__}")
+    messages = row.get("messages")
+    if messages is None:
+        raise DatasetError(f"{where}: no \"messages\" key (keys: {', '.join(sorted(row)) or 'none'}). "
+                           f"Write the prompt as {{\"messages\": [{{\"role\": \"user\", \"content\": \"...\"}}]}}")
+    if not isinstance(messages, list) or not messages:
+        raise DatasetError(f"{where}: \"messages\" must be a non-empty list of {{role, content}} objects")
+    for n, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise DatasetError(f"{where}: messages[{n}] must be an object with \"role\" and \"content\"")
+        role = message.get("role")
+        if role not in ROLES:
+            raise DatasetError(f"{where}: messages[{n}].role is {role!r}; use one of {sorted(ROLES)}")
+        if not isinstance(message.get("content"), str):
+            raise DatasetError(f"{where}: messages[{n}].content must be a string")
+    if not any(m["role"] == "user" for m in messages):
+        raise DatasetError(f"{where}: \"messages\" has no user message; the prompt needs at least one")
+    if messages[-1]["role"] == "assistant":
+        raise DatasetError(f"{where}: the last message is the assistant's; the model answers after the prompt, "
+                           f"so end with a user (or tool) message")
+    metadata = row.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise DatasetError(f"{where}: \"metadata\" must be an object, got {type(metadata).__name__}")
+    return row
+
+
+def read_rows(path: str | Path) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line_number, row)`` for every non-blank line, checking each one."""
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(f"dataset file {str(path)!r} does not exist; set agentrl.train_data / val_data to a JSONL file")
+    with path.open("r", encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DatasetError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            yield lineno, _check_row(row, where)
+
+
+def row_id(path: Path, lineno: int, row: dict) -> str:
+    """A stable prompt id: the row's own ``id`` if it has one, else file name, line and content hash."""
+    if isinstance(row.get("id"), (str, int)):
+        return str(row["id"])
+    digest = hashlib.sha1(json.dumps(row, sort_keys=True).encode()).hexdigest()[:8]
+    return f"{path.stem}:{lineno}:{digest}"
+
+
+def convert(src: str | Path, dst: str | Path, agent_name: str = "agentrl") -> int:
+    """Check ``src`` and write verl's row format to ``dst``; returns the number of rows."""
+    src, dst = Path(src), Path(dst)
+    rows = []
+    for lineno, row in read_rows(src):
+        record = {
+            "messages": row["messages"],
+            "metadata": row.get("metadata", {}),
+            "id": row_id(src, lineno, row),
+            "source": f"{src}:{lineno}",
+        }
+        rows.append({
+            "prompt": row["messages"],
+            "data_source": str(row.get("data_source", "agentrl")),
+            "agent_name": agent_name,
+            "reward_model": {"ground_truth": ""},
+            "extra_info": {"index": len(rows), "agentrl_row": json.dumps(record)},
+        })
+    if not rows:
+        raise DatasetError(f"{src}: no rows; each line should be a JSON object with \"messages\"")
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dst.with_suffix(".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(json.dumps(r) + "\n")
+    tmp.replace(dst)
+    return len(rows)

@@ -1,0 +1,51 @@
+"""GRPO that keeps unscorable rollouts out of their group.
+
+A rollout that could not be scored (a tool server down, a reward that crashed or timed out) reaches the
+trainer with every response token masked out. Plain GRPO would still count its placeholder score in the
+group mean and standard deviation and so shift every sibling's advantage; ``agentrl_grpo`` computes the
+group statistics from the scored rollouts only and gives the unscorable ones advantage 0.
+Selected with ``algorithm.adv_estimator=agentrl_grpo`` (agentrl's configs do this).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Optional
+
+import numpy as np
+import torch
+
+from verl.trainer.ppo.core_algos import register_adv_est
+
+NAME = "agentrl_grpo"
+
+
+def grouped_advantages(scores: torch.Tensor, scored: torch.Tensor, index: np.ndarray, epsilon: float = 1e-6,
+                       norm_by_std: bool = True) -> torch.Tensor:
+    """Per-rollout advantages; rows with ``scored == False`` get 0 and do not enter group statistics."""
+    groups: dict[Any, list[int]] = defaultdict(list)
+    for i in range(scores.shape[0]):
+        if bool(scored[i]):
+            groups[index[i]].append(i)
+    adv = torch.zeros_like(scores)
+    for rows in groups.values():
+        values = scores[rows]
+        if len(rows) == 1:
+            mean, std = torch.tensor(0.0), torch.tensor(1.0)
+        else:
+            mean, std = values.mean(), values.std()
+        centred = values - mean
+        adv[rows] = centred / (std + epsilon) if norm_by_std else centred
+    return adv
+
+
+@register_adv_est(NAME)
+def compute_agentrl_grpo_advantage(token_level_rewards: torch.Tensor, response_mask: torch.Tensor,
+                                   index: np.ndarray, epsilon: float = 1e-6, norm_adv_by_std_in_grpo: bool = True,
+                                   config: Optional[Any] = None, **_: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    scores = token_level_rewards.sum(dim=-1)
+    scored = response_mask.sum(dim=-1) > 0
+    with torch.no_grad():
+        adv = grouped_advantages(scores, scored, index, epsilon, norm_adv_by_std_in_grpo)
+        adv = adv.unsqueeze(-1) * response_mask
+    return adv, adv

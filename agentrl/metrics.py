@@ -1,0 +1,194 @@
+"""Per-step metrics, console progress and checkpoint bookkeeping for a run directory.
+
+verl logs its own step metrics (loss, KL, entropy, grad norm, ...) to a JSONL file; the agent loop logs
+every rollout to ``rollouts.jsonl``. The Watcher joins the two into ``metrics.jsonl`` (one line per
+step, with the mean of each reward component, tool calls per rollout and the unscorable count, which
+verl does not log), prints progress, and records complete checkpoints in ``checkpoint_status.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, TextIO
+
+from agentrl.runlog import read_jsonl
+
+# metrics.jsonl name <- verl metric name
+VERL_KEYS = {
+    "response_length": "response_length/mean",
+    "kl": "actor/ppo_kl",
+    "kl_loss": "actor/kl_loss",
+    "advantages_mean": "critic/advantages/mean",
+    "advantages_max": "critic/advantages/max",
+    "advantages_min": "critic/advantages/min",
+    "loss": "actor/loss",
+    "pg_loss": "actor/pg_loss",
+    "entropy": "actor/entropy",
+    "grad_norm": "actor/grad_norm",
+    "learning_rate": "actor/lr",
+    "step_time": "timing_s/step",
+    "generation_time": "timing_s/gen",
+    "update_time": "timing_s/update_actor",
+    "verl_score_mean": "critic/score/mean",
+}
+
+
+def _finite(x: Any) -> float | None:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def rollout_summary(rollouts: list[dict]) -> dict[str, Any]:
+    """Aggregate the training rollouts of one step."""
+    scored = [r for r in rollouts if r.get("unscorable") is None and _finite(r.get("reward")) is not None]
+    rewards = [float(r["reward"]) for r in scored]
+    out: dict[str, Any] = {
+        "rollouts": len(rollouts),
+        "unscorable": len(rollouts) - len(scored),
+        "reward_mean": statistics.fmean(rewards) if rewards else None,
+        "reward_std": statistics.pstdev(rewards) if len(rewards) > 1 else (0.0 if rewards else None),
+        "tool_calls_per_rollout": statistics.fmean(r.get("tool_calls", 0) for r in rollouts) if rollouts else None,
+    }
+    parts: dict[str, list[float]] = defaultdict(list)
+    for r in scored:
+        for name, value in (r.get("components") or {}).items():
+            if _finite(value) is not None:
+                parts[name].append(float(value))
+    for name, values in sorted(parts.items()):
+        out[f"reward/{name}"] = statistics.fmean(values)
+    return out
+
+
+def last_complete_checkpoint(run_dir: Path) -> dict | None:
+    path = Path(run_dir) / "checkpoint_status.json"
+    if not path.exists():
+        return None
+    try:
+        status = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return status if status.get("complete") else None
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def check_checkpoint(run_dir: Path) -> dict | None:
+    """Record verl's newest checkpoint once it is complete (verl writes the tracker file last)."""
+    ckpt_root = Path(run_dir) / "checkpoints"
+    tracker = ckpt_root / "latest_checkpointed_iteration.txt"
+    if not tracker.exists():
+        return None
+    try:
+        step = int(tracker.read_text().strip())
+    except ValueError:
+        return None
+    folder = ckpt_root / f"global_step_{step}"
+    hf = folder / "actor" / "huggingface"
+    previous = last_complete_checkpoint(run_dir)
+    if previous and previous.get("step") == step:
+        return None
+    weights = list(hf.glob("*.safetensors")) + list(hf.glob("*.bin"))
+    if not (hf / "config.json").exists() or not weights:
+        return None
+    status = {"complete": True, "step": step, "path": str(folder), "hf_model": str(hf),
+              "saved_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    _write_atomic(Path(run_dir) / "checkpoint_status.json", json.dumps(status, indent=2))
+    return status
+
+
+def error_tail(log_path: Path, lines: int = 12) -> str:
+    """The most telling lines at the end of training.log (the last traceback, else the last lines)."""
+    try:
+        text = log_path.read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no training.log)"
+    text = [re.sub(r"\x1b\[[0-9;]*m", "", t) for t in text[-4000:]]
+    errors = [i for i, t in enumerate(text) if re.search(r"(Error|Exception)\b.*:", t) and "Warning" not in t]
+    if errors:
+        last = errors[-1]
+        return "\n".join(text[max(0, last - lines + 2): last + 2])
+    return "\n".join(text[-lines:])
+
+
+class Watcher:
+    def __init__(self, run_dir: Path, attempt: int, total_steps: int, out: TextIO = sys.stdout) -> None:
+        self.run_dir = Path(run_dir)
+        self.verl_file = self.run_dir / "logs" / f"verl_metrics.{attempt}.jsonl"
+        self.rollouts_file = self.run_dir / "rollouts.jsonl"
+        self.metrics_file = self.run_dir / "metrics.jsonl"
+        self.total = total_steps
+        self.out = out
+        self.started = time.monotonic()
+        self.verl_offset = 0
+        self.rollout_offset = self.rollouts_file.stat().st_size if self.rollouts_file.exists() else 0
+        self.pending: dict[Any, list[dict]] = defaultdict(list)
+        self.first_step: int | None = None
+        self.last_step = 0
+
+    def poll(self) -> None:
+        rollouts, self.rollout_offset = read_jsonl(self.rollouts_file, self.rollout_offset)
+        for r in rollouts:
+            if not r.get("validation"):
+                self.pending[r.get("step")].append(r)
+        records, self.verl_offset = read_jsonl(self.verl_file, self.verl_offset)
+        for rec in records:
+            self._step(int(rec.get("step", 0)), rec.get("data", {}))
+        status = check_checkpoint(self.run_dir)
+        if status:
+            print(f"  checkpoint saved: step {status['step']} -> {status['hf_model']}", file=self.out, flush=True)
+
+    def _step(self, step: int, data: dict) -> None:
+        if not any(k.startswith("actor/") or k.startswith("critic/") for k in data):
+            val = {k: v for k, v in data.items() if k.startswith("val")}
+            if val:
+                print(f"  validation at step {step}: " + ", ".join(f"{k}={v:.3f}" for k, v in val.items()
+                                                                  if isinstance(v, (int, float))), file=self.out)
+            return
+        # rollouts of training step N were generated with the weights published after step N-1
+        rollouts = self.pending.pop(step - 1, []) or self.pending.pop(step, [])
+        line: dict[str, Any] = {"step": step, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        line.update(rollout_summary(rollouts))
+        if line["reward_mean"] is None:
+            line["reward_mean"] = _finite(data.get("critic/score/mean"))
+        for ours, theirs in VERL_KEYS.items():
+            if theirs in data:
+                line[ours] = _finite(data[theirs])
+        line["verl"] = {k: _finite(v) for k, v in data.items() if _finite(v) is not None}
+        with self.metrics_file.open("a") as fh:
+            fh.write(json.dumps(line) + "\n")
+        if self.first_step is None:
+            self.first_step = step
+        self.last_step = step
+        done = step - self.first_step + 1
+        elapsed = time.monotonic() - self.started
+        remaining = max(0, self.total - step)
+        eta = elapsed / done * remaining if done else 0.0
+        reward = line.get("reward_mean")
+        reward_text = f"{reward:.3f}" if reward is not None else "n/a"
+        extra = f"  unscorable {line['unscorable']}" if line.get("unscorable") else ""
+        print(f"step {step}/{self.total}  elapsed {_clock(elapsed)}  eta {_clock(eta)}  reward {reward_text}"
+              f"  tool calls/rollout {line.get('tool_calls_per_rollout') or 0:.2f}{extra}", file=self.out, flush=True)
+
+    def finish(self) -> None:
+        print(f"agentrl: done, {self.last_step} steps in {_clock(time.monotonic() - self.started)}; "
+              f"metrics in {self.metrics_file}", file=self.out, flush=True)
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 60:d}:{seconds % 60:02d}"

@@ -1,0 +1,116 @@
+"""From agentrl settings to verl's Hydra overrides for ``verl.trainer.main_ppo``.
+
+Three layers, later ones winning: the device defaults (CPU: the ``cpu`` platform and ``agentrl_cpu``
+rollout; GPU: vLLM), what the ``agentrl:`` block chooses, then the user's own verl keys.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from agentrl.config import AgentrlSettings, flatten
+
+# What verl needs to run on a machine with no GPU (each line is an obstacle met and passed):
+CPU_DEFAULTS: dict[str, Any] = {
+    "actor_rollout_ref.rollout.name": "agentrl_cpu",  # verl's rollouts are GPU engines
+    "actor_rollout_ref.actor.strategy": "fsdp2",  # FSDP1 needs an accelerator
+    "actor_rollout_ref.ref.strategy": "fsdp2",
+    "actor_rollout_ref.model.use_remove_padding": False,  # needs flash-attention
+    "+actor_rollout_ref.model.override_config.attn_implementation": "sdpa",
+    "trainer.n_gpus_per_node": 1,  # resource pools count GPUs: one logical Ray GPU
+    "+ray_kwargs.ray_init.num_gpus": 1,
+    "ray_kwargs.ray_init.num_cpus": 16,  # logical: TransferQueue and workers each ask for whole CPUs
+    "transfer_queue.backend.SimpleStorage.num_data_storage_units": 1,
+    "data.dataloader_num_workers": 0,
+    "actor_rollout_ref.rollout.agent.num_workers": 1,
+}
+
+GPU_DEFAULTS: dict[str, Any] = {
+    "actor_rollout_ref.rollout.name": "vllm",
+    "actor_rollout_ref.rollout.gpu_memory_utilization": 0.5,
+}
+
+
+def on_cpu(settings: AgentrlSettings) -> bool:
+    if settings.device != "auto":
+        return settings.device == "cpu"
+    from agentrl.verl_cpu.detect import has_accelerator
+
+    return not has_accelerator()
+
+
+def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: str, train_file: str,
+                    val_file: str | None, spec_path: str, run_dir: Path, cpu: bool) -> dict[str, Any]:
+    s = settings
+    mini = s.batch_size  # one optimizer step per training step
+    chosen: dict[str, Any] = {
+        "algorithm.adv_estimator": "agentrl_grpo",
+        "+agentrl.spec": spec_path,
+        "data.train_files": train_file,
+        "data.val_files": val_file or train_file,
+        "data.train_batch_size": s.batch_size,
+        "data.max_prompt_length": s.max_prompt_length,
+        "data.max_response_length": s.max_response_length,
+        "data.return_raw_chat": True,
+        "data.seed": s.seed,
+        "actor_rollout_ref.model.path": model_path,
+        "actor_rollout_ref.actor.ppo_mini_batch_size": mini,
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": max(1, s.batch_size * s.samples_per_prompt),
+        "actor_rollout_ref.actor.optim.lr": s.learning_rate,
+        "actor_rollout_ref.actor.entropy_coeff": s.entropy_coef,
+        "actor_rollout_ref.actor.use_kl_loss": s.kl_coef > 0,
+        "actor_rollout_ref.actor.kl_loss_coef": s.kl_coef,
+        "actor_rollout_ref.actor.kl_loss_type": "low_var_kl",
+        "actor_rollout_ref.rollout.n": s.samples_per_prompt,
+        "actor_rollout_ref.rollout.temperature": s.temperature,
+        "actor_rollout_ref.rollout.prompt_length": s.max_prompt_length,
+        "actor_rollout_ref.rollout.response_length": s.max_response_length,
+        "actor_rollout_ref.rollout.tensor_model_parallel_size": 1,
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": max(1, s.batch_size * s.samples_per_prompt),
+        "actor_rollout_ref.rollout.calculate_log_probs": True,
+        "actor_rollout_ref.rollout.agent.default_agent_loop": "agentrl",
+        "actor_rollout_ref.rollout.multi_turn.format": s.agent.tool_parser,
+        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": max(1, s.batch_size * s.samples_per_prompt),
+        "trainer.total_epochs": s.epochs,
+        "trainer.total_training_steps": s.max_steps,
+        "trainer.save_freq": s.save_every if s.save_every > 0 else -1,
+        "trainer.test_freq": -1 if not s.val_data else max(1, s.save_every or 10),
+        "trainer.val_before_train": bool(s.val_data),
+        "trainer.logger": ["console", "file"],
+        "trainer.project_name": "agentrl",
+        "trainer.experiment_name": s.name,
+        "trainer.default_local_dir": str(run_dir / "checkpoints"),
+        "trainer.resume_mode": "auto",
+        "trainer.nnodes": 1,
+        "actor_rollout_ref.actor.checkpoint.save_contents": ["model", "optimizer", "extra", "hf_model"],
+    }
+    if s.lora.rank > 0:
+        chosen.update({
+            "actor_rollout_ref.model.lora_rank": s.lora.rank,
+            "actor_rollout_ref.model.lora_alpha": s.lora.alpha,
+            "actor_rollout_ref.model.target_modules": s.lora.target_modules,
+        })
+    merged = dict(CPU_DEFAULTS if cpu else GPU_DEFAULTS)
+    merged.update(chosen)
+    merged.update(flatten(verl_part))
+    return merged
+
+
+def to_cli(overrides: dict[str, Any]) -> list[str]:
+    from agentrl.config import hydra_value
+
+    return [f"{key}={hydra_value(value)}" for key, value in overrides.items()]
+
+
+def child_env(run_dir: Path, attempt: int) -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env.setdefault("WANDB_MODE", "disabled")
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    env.setdefault("RAY_DEDUP_LOGS", "0")
+    env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    env["VERL_FILE_LOGGER_PATH"] = str(run_dir / "logs" / f"verl_metrics.{attempt}.jsonl")
+    return env
