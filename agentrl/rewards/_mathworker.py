@@ -46,6 +46,8 @@ def main() -> None:
 
     out = sys.stdout
     sys.stdout = sys.stderr  # stray prints from libraries must not corrupt the protocol
+    out.write(json.dumps({"ready": True}) + "\n")  # imports done: deadlines start counting from here
+    out.flush()
     for line in sys.stdin:
         try:
             req = json.loads(line)

@@ -97,12 +97,21 @@ class SymbolicPool:
         self._cond = threading.Condition()
         self._cache: OrderedDict = OrderedDict()
 
+    STARTUP_TIMEOUT = 120.0  # importing sympy + math_verify on a loaded machine can take a while
+
     def _spawn(self) -> subprocess.Popen:
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "HOME", "LANG", "VIRTUAL_ENV")}
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             [sys.executable, "-m", "agentrl.rewards._mathworker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
         )
+        try:
+            self._read_line(proc, self.STARTUP_TIMEOUT, f"symbolic checker did not start within {self.STARTUP_TIMEOUT:g}s")
+        except Unscorable:
+            proc.kill()
+            proc.wait()
+            raise
+        return proc
 
     def _acquire(self) -> subprocess.Popen:
         with self._cond:
@@ -153,24 +162,26 @@ class SymbolicPool:
         return reply["value"]
 
     @staticmethod
-    def _ask(proc: subprocess.Popen, request: dict, timeout: float) -> dict:
+    def _read_line(proc: subprocess.Popen, timeout: float, on_timeout: str) -> dict:
         import time
 
-        proc.stdin.write((json.dumps(request) + "\n").encode())
-        proc.stdin.flush()
         fd, buf = proc.stdout.fileno(), b""
-        # The first request also pays the child's import time (about 2 s), so it gets extra.
-        deadline = time.monotonic() + timeout + (10.0 if not getattr(proc, "_warm", False) else 0.0)
+        deadline = time.monotonic() + timeout
         while not buf.endswith(b"\n"):
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise Unscorable(f"timeout after {timeout:g}s comparing {request['pred'][:60]!r} with {request['gold'][:60]!r}")
+                raise Unscorable(on_timeout)
             chunk = os.read(fd, 65536)
             if not chunk:
                 raise Unscorable("symbolic checker process exited unexpectedly")
             buf += chunk
-        proc._warm = True
         return json.loads(buf)
+
+    def _ask(self, proc: subprocess.Popen, request: dict, timeout: float) -> dict:
+        proc.stdin.write((json.dumps(request) + "\n").encode())
+        proc.stdin.flush()
+        return self._read_line(proc, timeout, f"timeout after {timeout:g}s comparing {request['pred'][:60]!r} "
+                                              f"with {request['gold'][:60]!r}")
 
     def close(self) -> None:
         with self._cond:

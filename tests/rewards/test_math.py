@@ -131,9 +131,9 @@ def test_symbolic_timeout_is_unscorable_off_the_main_thread():
 
     class HangingPool(SymbolicPool):
         def _spawn(self):
-            proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-            proc._warm = True
+            code = "import json, time; print(json.dumps({'ready': True}), flush=True); time.sleep(600)"
+            proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            self._read_line(proc, 60, "did not start")
             self.spawned = proc
             return proc
 
