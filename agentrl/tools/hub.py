@@ -208,6 +208,9 @@ class ToolHub:
                         raise ToolInfraError(spec.name, failure) from failure
                     attempt += 1
                     srv.stats.retries += 1
+                except BaseException:  # cancelled (or a bug): no verdict on the server's health
+                    srv.breaker.abandon()
+                    raise
                 else:
                     srv.breaker.success()
                     if record:

@@ -46,6 +46,10 @@ class CircuitBreaker:
         self.opened_at = None
         self._trial = False
 
+    def abandon(self) -> None:
+        """A call ended without a verdict (cancelled): give the half-open trial back."""
+        self._trial = False
+
     def failure(self) -> None:
         self.consecutive += 1
         if self._trial or self.consecutive >= self.threshold:

@@ -94,6 +94,12 @@ def test_circuit_breaker_opens_fails_fast_half_opens_and_closes():
     assert b.allow()
     b.success()
     assert b.state == "closed" and b.allow()
+    for _ in range(3):
+        b.failure()
+    now[0] = 40.0
+    assert b.allow()
+    b.abandon()  # the trial call was cancelled: the next caller gets the trial
+    assert b.allow() and not b.allow()
 
 
 def test_stats_snapshot():
