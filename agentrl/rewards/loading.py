@@ -100,7 +100,7 @@ class Reward:
                 value = _run_in_thread(lambda: asyncio.run(self.fn(s, i, **self.options)), self.timeout, self.name)
             else:
                 value = _run_in_thread(lambda: self.fn(s, i, **self.options), self.timeout, self.name)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # a grade() calling exit() is a failure to score, not our exit
             raise self._fail(exc) from exc
         return check_value(self.name, value)
 
@@ -113,7 +113,7 @@ class Reward:
                 value = await _in_thread_async(lambda: self.fn(s, i, **self.options), self.timeout, self.name)
         except asyncio.TimeoutError as exc:
             raise Unscorable(f"{self.name}: timeout after {self.timeout:g}s") from exc
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # a grade() calling exit() is a failure to score, not our exit
             raise self._fail(exc) from exc
         return check_value(self.name, value)
 

@@ -170,3 +170,13 @@ def test_sandboxed_file_pickles(tmp_path):
     path.write_text("def grade(sample, item):\n    return 1.0\n")
     reward = pickle.loads(pickle.dumps(load_reward(str(path))))
     assert reward.sandboxed and reward.origin == str(path.resolve())
+
+
+def test_grade_calling_exit_is_unscorable():
+    import sys
+
+    def quits(sample, item):
+        sys.exit(0)
+
+    result = RewardSet([{"name": quits}]).score(sample("a"), item("q"))
+    assert result.score is None and result.unscorable.startswith("quits: SystemExit")
