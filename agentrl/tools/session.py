@@ -71,8 +71,10 @@ class RolloutSession:
                 return srv, tool
         return None
 
-    async def call(self, call: ToolCall) -> ToolResult:
+    async def call(self, call: ToolCall | dict) -> ToolResult:
         """One call. Tool errors come back as ``is_error`` results; infrastructure failures raise ToolInfraError."""
+        if isinstance(call, dict):
+            call = ToolCall.from_dict(call)
         if self._closed:
             raise RuntimeError(f"rollout {self.rollout_id!r} has ended; its tool session is closed")
         name = call.name if isinstance(call.name, str) else ""
@@ -87,7 +89,7 @@ class RolloutSession:
         outcome = await self.hub.invoke(target[0], target[1], arguments, self.rollout_id, self)
         return ToolResult(call.id, name, truncate(outcome.content, self.hub.max_result_chars), outcome.is_error)
 
-    async def call_many(self, calls: list[ToolCall]) -> list[ToolResult]:
+    async def call_many(self, calls: list[ToolCall | dict]) -> list[ToolResult]:
         """Run calls concurrently; results in call order. Raises the first ToolInfraError once all have ended."""
         outcomes = await asyncio.gather(*(self.call(c) for c in calls), return_exceptions=True)
         for o in outcomes:

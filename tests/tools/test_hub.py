@@ -34,9 +34,10 @@ def test_calculator_stdio_schemas_parallel_calls_and_tool_errors(calc_stdio):
                     ToolCall("m2", "multiply", {"a": "two", "b": 3}),      # bad argument type
                     ToolCall("j0", "multiply", '{"a": 6, "b": 7}'),        # JSON string arguments are fine
                     ToolCall("q0", "calc.subtract", {"a": 5, "b": 7}),     # server.tool always resolves
+                    {"id": "o0", "function": {"name": "add", "arguments": '{"a": 1, "b": 1}'}},  # OpenAI shape
                 ]
                 results = await s.call_many(calls)
-            assert [r.id for r in results] == [c.id for c in calls]
+            assert [r.id for r in results] == [c.id if isinstance(c, ToolCall) else c["id"] for c in calls]
             assert [r.content for r in results[:20]] == [str(i + 1) for i in range(20)]
             assert not any(r.is_error for r in results[:20])
             by_id = {r.id: r for r in results}
@@ -47,8 +48,9 @@ def test_calculator_stdio_schemas_parallel_calls_and_tool_errors(calc_stdio):
             assert by_id["m2"].is_error and "a" in by_id["m2"].content
             assert (by_id["j0"].content, by_id["j0"].is_error) == ("42", False)
             assert (by_id["q0"].content, by_id["q0"].is_error) == ("-2", False)
+            assert (by_id["o0"].content, by_id["o0"].is_error) == ("2", False)
             m = hub.metrics()["calc"]
-            assert m["calls"] == 24 and m["ok"] == 22 and m["errors"] == {"tool_error": 2}
+            assert m["calls"] == 25 and m["ok"] == 23 and m["errors"] == {"tool_error": 2}
             assert m["latency_p50_ms"] is not None and m["circuit"] == "closed"
     run(main())
 
