@@ -93,7 +93,7 @@ def encode_grade_value(value) -> dict:
     return {"bad": str(name)[:80] if isinstance(name, str) else "?"}
 
 
-def run_grader(code, filename: str, source: str, payload: bytes, env: dict[str, str]) -> None:
+def run_grader(code, filename: str, source: str, payload: bytes, env: dict[str, str], network: bool = False) -> None:
     from agentrl.trajectory import wrap
 
     from .policy import grader_globals, user_traceback
@@ -103,7 +103,7 @@ def run_grader(code, filename: str, source: str, payload: bytes, env: dict[str, 
     except (RecursionError, MemoryError, ValueError, KeyError, TypeError) as e:
         _send({"input_error": f"{type(e).__name__}: {str(e)[:300]}"})
         return
-    glb = grader_globals(filename, env.get)
+    glb = grader_globals(filename, env.get, network)
     try:
         exec(code, glb)
         grade = glb.get("grade")

@@ -135,16 +135,22 @@ def compile_grader(source: str, filename: str):
 
 
 # ---------------------------------------------------------------- runtime globals (used in the child)
+# Only for graders run with network=True (e.g. calling a judge model over HTTP).
+NETWORK_IMPORTS = frozenset({"urllib", "http", "socket", "ssl", "email", "base64", "hashlib", "time"})
+_allowed = set(ALLOWED_IMPORTS)
+
+
 def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
     top = name.split(".")[0]
-    if level != 0 or top not in ALLOWED_IMPORTS:
-        raise ImportError(f"import of {name!r} is not allowed in a grader; allowed: {', '.join(sorted(ALLOWED_IMPORTS))}")
+    if level != 0 or top not in _allowed:
+        hint = "" if top not in NETWORK_IMPORTS else " (it is allowed when the grader is run with network=True)"
+        raise ImportError(f"import of {name!r} is not allowed in a grader{hint}; allowed: {', '.join(sorted(_allowed))}")
     return builtins.__import__(name, globals, locals, fromlist, level)
 
 
 def _getattr(obj, name, default=None):
     value = safer_getattr(obj, name, default)
-    if isinstance(value, types.ModuleType) and value.__name__.split(".")[0] not in ALLOWED_IMPORTS:
+    if isinstance(value, types.ModuleType) and value.__name__.split(".")[0] not in _allowed:
         raise AttributeError(f"module {value.__name__!r} is not available to graders")
     return value
 
@@ -179,7 +185,9 @@ def _read_only_open(file, mode="r", *args, **kwargs):
     return builtins.open(file, mode, *args, **kwargs)
 
 
-def grader_globals(filename: str, getenv) -> dict:
+def grader_globals(filename: str, getenv, network: bool = False) -> dict:
+    if network:
+        _allowed.update(NETWORK_IMPORTS)  # this process is a private fork: the change dies with it
     b = dict(safe_builtins)
     b.update(limited_builtins)
     b.update(utility_builtins)

@@ -144,6 +144,9 @@ class Zygote:
         paths = {os.path.realpath(p) for p in (sys.base_prefix + "/lib", sys.prefix + "/lib", *sys.path) if p}
         paths |= {"/usr/lib", "/lib", "/lib64", "/usr/lib64", "/usr/local/lib", "/dev/null", "/dev/urandom",
                   "/dev/zero"}
+        if self.network:  # name resolution and TLS roots
+            paths |= {"/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/gai.conf",
+                      "/etc/ssl", "/etc/ca-certificates", "/usr/share/ca-certificates"}
         return sorted(p for p in paths if os.path.exists(p))
 
     def ruleset(self, read_paths: tuple[str, ...]) -> int | None:
@@ -288,7 +291,7 @@ class Zygote:
             if isinstance(code, Exception):
                 return {"compile_error": str(code)}, []
             env = header.get("env") or {}
-            return self.run(lambda: child.run_grader(code, filename, source, payload, env), timeout=header["timeout"],
+            return self.run(lambda: child.run_grader(code, filename, source, payload, env, self.network), timeout=header["timeout"],
                             memory_mb=header["memory_mb"], read_paths=header.get("read_paths") or (), env=env)
         if op == "test":
             code = blobs[0].decode("utf-8", "replace")

@@ -142,3 +142,25 @@ def test_heavy_modules_available(sb):
            "    ok = verify(parse(item['answer']), parse(sample.final_answer))\n"
            "    return 1.0 if ok and sympy.simplify('x - x') == 0 else 0.0\n")
     assert sb.run_grader(src, "mv.py", {"final_answer": "$\\frac{1}{2}$"}, {"answer": "$0.5$"}) == 1.0
+
+
+NET_GRADER = ("import urllib.request\n"
+              "def grade(sample, item):\n"
+              "    try:\n"
+              "        urllib.request.urlopen('http://127.0.0.1:%d/', timeout=2)\n"
+              "    except Exception as e:\n"
+              "        return 0.0 if 'refused' in str(e) or 'unreachable' in str(e) else 0.5\n"
+              "    return 1.0\n")
+
+
+def test_network_off_by_default(sb, listener):
+    with pytest.raises(GraderCodeError) as err:
+        sb.run_grader(NET_GRADER % listener.port, "net.py", {}, {})
+    assert "network=True" in str(err.value)
+    assert listener.connections == 0
+
+
+def test_network_when_declared(sb, listener):
+    sb.run_grader(NET_GRADER % listener.port, "net.py", {}, {}, network=True)
+    assert listener.connections >= 1
+    assert_still_works(sb)
