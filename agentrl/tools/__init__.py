@@ -1,20 +1,29 @@
 """MCP tools for rollouts: declare servers, open per-rollout sessions, call tools with traffic control.
 
-The MCP SDK is imported only by :mod:`agentrl.tools.client`.
+The MCP SDK is imported only by :mod:`agentrl.tools.client`, and only when something here is first used:
+loading the ``builtin_tools`` plugin (``agentrl.tools.builtin``) must stay cheap.
 """
 
-from agentrl.tools.config import ServerSpec, ToolConfigError, parse_servers_config
-from agentrl.tools.hub import ToolCall, ToolHub, ToolInfraError, ToolResult, truncate
-from agentrl.tools.session import RolloutSession
+from importlib import import_module
 
-__all__ = [
-    "RolloutSession",
-    "ServerSpec",
-    "ToolCall",
-    "ToolConfigError",
-    "ToolHub",
-    "ToolInfraError",
-    "ToolResult",
-    "parse_servers_config",
-    "truncate",
-]
+_EXPORTS = {
+    "ServerSpec": "config",
+    "ToolConfigError": "config",
+    "parse_servers_config": "config",
+    "ToolCall": "hub",
+    "ToolHub": "hub",
+    "ToolInfraError": "hub",
+    "ToolResult": "hub",
+    "truncate": "hub",
+    "RolloutSession": "session",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'agentrl.tools' has no attribute {name!r}")
+    value = getattr(import_module(f"agentrl.tools.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value

@@ -47,3 +47,12 @@ def test_calculator_tools_over_stdio():
         assert got["hack"][1] and "unsupported syntax" in got["hack"][0]
         assert got["zero"][1] and "division by zero" in got["zero"][0]
     run(main())
+
+
+def test_loading_plugins_does_not_import_the_mcp_sdk():
+    import subprocess
+    import sys
+
+    code = "import sys, agentrl.tools.builtin, agentrl_calculator.plugin; print('mcp' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
