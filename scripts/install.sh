@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Install everything agentrl needs into ./.venv, from this repository's own files. Idempotent: a second
+# run with nothing changed takes a second. Used by scripts/demo.sh and scripts/test.sh (and so by CI).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+VENV="${AGENTRL_VENV:-$REPO/.venv}"
+PY="${PYTHON:-python3.11}"
+command -v "$PY" >/dev/null 2>&1 || PY=python3
+STAMP="$VENV/.agentrl-install"
+# Everything that decides what gets installed; a change to any of these re-runs the install.
+WANT=$(cat pyproject.toml plugins/*/pyproject.toml scripts/install.sh scripts/install_system_deps.sh 2>/dev/null | sha256sum | cut -d' ' -f1)
+
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$VENV/bin/agentrl" ]; then
+  exit 0
+fi
+echo "agentrl: installing into $VENV (first time: a few minutes)"
+
+# System packages the sandbox uses (root only; without them the sandbox reports weaker isolation).
+if [ -f scripts/install_system_deps.sh ]; then
+  bash scripts/install_system_deps.sh
+fi
+
+"$PY" -c 'import sys; assert sys.version_info[:2] == (3, 11), "agentrl needs Python 3.11"' 
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
+# torch first, pinned: anything else that depends on torch would otherwise pull multi-GB CUDA builds.
+"${PIP[@]}" "torch==2.13.0"
+"${PIP[@]}" -e ".[test]" -e plugins/agentrl-calculator
+"$VENV/bin/python" -m pip check >/dev/null
+
+# A third-party MCP server, published on npm, that the tool tests talk to.
+if command -v npm >/dev/null 2>&1; then
+  EVERYTHING=$(sed -n 's/^EVERYTHING_VERSION = "\(.*\)"/\1/p' tests/tools/conftest.py)
+  if [ -n "$EVERYTHING" ] && [ ! -x "$VENV/npm/node_modules/.bin/mcp-server-everything" ]; then
+    npm install --silent --no-audit --no-fund --prefix "$VENV/npm" "@modelcontextprotocol/server-everything@$EVERYTHING"
+  fi
+fi
+echo "$WANT" > "$STAMP"
+echo "agentrl: installed"

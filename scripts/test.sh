@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Install (if needed), then run the whole test suite, the end-to-end verl training test included.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install.sh
+export HF_HUB_OFFLINE=1 WANDB_MODE=disabled LITELLM_LOCAL_MODEL_COST_MAP=True
+exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

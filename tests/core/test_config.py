@@ -1,0 +1,71 @@
+"""The training config: agentrl block validation, overrides, and verl key checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentrl.config import ConfigError, check_verl_keys, hydra_value, load_config
+
+BASE = """
+agentrl:
+  model: demo
+  train_data: data.jsonl
+  rewards: [{name: math, weight: 1.0}]
+trainer:
+  total_epochs: 2
+"""
+
+
+def write(tmp_path, text=BASE):
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_loads_and_applies_overrides(tmp_path):
+    settings, verl_part, _ = load_config(write(tmp_path), ["agentrl.batch_size=3", "trainer.total_epochs=5",
+                                                           "agentrl.agent.max_turns=2"])
+    assert settings.batch_size == 3 and settings.agent.max_turns == 2
+    assert verl_part["trainer"]["total_epochs"] == 5
+    assert settings.train_data == str(tmp_path / "data.jsonl")  # relative to the config file
+
+
+@pytest.mark.parametrize("override, needle", [
+    ("agentrl.batchsize=3", "unknown key 'agentrl.batchsize'. Did you mean 'batch_size'?"),
+    ("agentrl.agent.max_turn=3", "unknown key 'agentrl.agent.max_turn'. Did you mean 'max_turns'?"),
+    ("agentrl.samples_per_prompt=1", "agentrl.samples_per_prompt"),
+    ("agentrl.temperature=hot", "agentrl.temperature"),
+])
+def test_bad_keys_and_values_are_named(tmp_path, override, needle):
+    with pytest.raises(ConfigError) as err:
+        load_config(write(tmp_path), [override])
+    assert needle in str(err.value) and str(tmp_path / "c.yaml") in str(err.value)
+
+
+def test_missing_required_key(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load_config(write(tmp_path, "agentrl:\n  model: demo\n  train_data: x.jsonl\n"))
+    assert "missing key 'agentrl.rewards'" in str(err.value)
+
+
+def test_missing_file_and_bad_override(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.yaml")
+    with pytest.raises(ConfigError, match="not key=value"):
+        load_config(write(tmp_path), ["agentrl.batch_size"])
+
+
+def test_verl_key_typo_names_nearest():
+    defaults = {"trainer": {"total_epochs": 1, "save_freq": 1}, "actor_rollout_ref": {"rollout": {"temperature": 1}}}
+    with pytest.raises(ConfigError) as err:
+        check_verl_keys({"trainer.total_epoch": 3, "actor_rollout_ref.rollout.tempreature": 1}, defaults, "c.yaml")
+    text = str(err.value)
+    assert "Did you mean 'total_epochs'" in text and "Did you mean 'temperature'" in text
+    check_verl_keys({"trainer.total_epochs": 3, "+trainer.new_key": 1}, defaults, "c.yaml")  # '+' adds on purpose
+
+
+def test_hydra_values():
+    assert hydra_value(None) == "null" and hydra_value(True) == "true" and hydra_value(3) == "3"
+    assert hydra_value(["a", 1]) == "[a,1]"
+    assert hydra_value("/tmp/x y") == "'/tmp/x y'"
+    assert hydra_value("a'b") == "'a\\'b'"

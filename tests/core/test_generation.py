@@ -1,0 +1,70 @@
+"""The CPU rollout's sampler: budgets, stop tokens, and log-probs equal to the model's own."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import torch
+
+from agentrl.verl_cpu.generation import Batcher, Request, generate_batch
+
+
+@pytest.fixture(scope="module")
+def model():
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    cfg = Qwen2Config(vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                      tie_word_embeddings=True)
+    return Qwen2ForCausalLM(cfg).eval()
+
+
+def test_logprobs_match_a_full_forward_pass(model):
+    requests = [Request(prompt_ids=[1, 2, 3], max_tokens=6, temperature=0.7),
+                Request(prompt_ids=[4, 5, 6, 7, 8, 9], max_tokens=4, temperature=1.0)]
+    results = generate_batch(model, requests, pad_id=0, eos_ids=set(), generator=torch.Generator().manual_seed(1))
+    for req, res in zip(requests, results):
+        assert len(res.token_ids) == req.max_tokens and res.stop_reason == "length"
+        ids = torch.tensor([req.prompt_ids + res.token_ids])
+        with torch.no_grad():
+            logits = model(input_ids=ids).logits[0, len(req.prompt_ids) - 1:-1] / req.temperature
+        expected = torch.log_softmax(logits.float(), -1).gather(-1, torch.tensor(res.token_ids).unsqueeze(-1))
+        assert torch.allclose(torch.tensor(res.log_probs), expected.squeeze(-1), atol=1e-4)
+
+
+def test_stop_tokens_end_a_sequence_and_are_kept(model):
+    greedy = generate_batch(model, [Request([1, 2, 3], max_tokens=8, temperature=0)], 0, set())[0]
+    stop = greedy.token_ids[2]
+    first = greedy.token_ids.index(stop)
+    res = generate_batch(model, [Request([1, 2, 3], max_tokens=8, temperature=0, stop_token_ids=(stop,))], 0, set())[0]
+    assert res.token_ids == greedy.token_ids[: first + 1] and res.stop_reason == "completed"
+    eos = generate_batch(model, [Request([1, 2, 3], max_tokens=8, temperature=0)], 0, {stop})[0]
+    assert eos.token_ids == res.token_ids
+    ignored = generate_batch(model, [Request([1, 2, 3], max_tokens=8, temperature=0, ignore_eos=True)], 0, {stop})[0]
+    assert len(ignored.token_ids) == 8
+
+
+def test_batched_equals_alone_for_greedy(model):
+    alone = [generate_batch(model, [Request(p, max_tokens=5, temperature=0)], 0, set())[0].token_ids
+             for p in ([1, 2], [3, 4, 5, 6, 7])]
+    together = generate_batch(model, [Request([1, 2], 5, temperature=0), Request([3, 4, 5, 6, 7], 5, temperature=0)],
+                              0, set())
+    assert [r.token_ids for r in together] == alone
+
+
+def test_batcher_serves_concurrent_requests_and_loads_weights(model):
+    batcher = Batcher(model, pad_id=0, eos_ids=set())
+
+    async def main():
+        return await asyncio.gather(*[batcher.submit(Request([1, 2, i], max_tokens=3)) for i in range(5, 13)])
+
+    results = asyncio.run(main())
+    assert len(results) == 8 and all(len(r.token_ids) == 3 for r in results)
+    assert batcher.sequences == 8 and batcher.batches < 8  # bursts are batched
+    state = {k: torch.zeros_like(v) for k, v in model.state_dict().items()}
+    assert batcher.load_weights(state) == len(state)  # tied lm_head.weight included
+    assert float(model.model.embed_tokens.weight.detach().abs().sum()) == 0.0
+    with pytest.raises(KeyError, match="does not have"):
+        batcher.load_weights({"no.such.weight": torch.zeros(1)})
