@@ -134,7 +134,7 @@ DENIED_SYSCALLS = {
     "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430,
     "fsconfig": 431, "fsmount": 432, "fspick": 433, "pidfd_getfd": 438, "mount_setattr": 442,
 }
-_NR_CLONE, _NR_CLONE3, _NR_SOCKET = 56, 435, 41
+_NR_CLONE, _NR_CLONE3, _NR_SOCKET, _NR_CONNECT, _NR_SENDTO = 56, 435, 41, 42, 44
 _NS_FLAGS = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP
 _ALLOWED_SOCKET_FAMILIES = (1, 2, 10)  # AF_UNIX, AF_INET, AF_INET6 (the network namespace has no route out)
 
@@ -143,16 +143,23 @@ def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
     return struct.pack("<HBBI", code, jt, jf, k & 0xFFFFFFFF)
 
 
-def seccomp_program() -> bytes:
+def seccomp_program(deny_connect: bool = True) -> bytes:
     """A deny-list filter: EPERM for DENIED_SYSCALLS, clone with namespace flags and exotic socket
     families; ENOSYS for clone3 (glibc falls back to clone, whose flags we can inspect); kill on a
-    foreign architecture or x32 numbers."""
+    foreign architecture or x32 numbers. Without network, also EPERM for connect() and for sendto()
+    with an address: Landlock before ABI 8 does not stop connecting to a pathname unix socket
+    (a Ray raylet, dbus), and socketpair()/send() on connected pairs keep working."""
     eperm, enosys = _RET_ERRNO | 1, _RET_ERRNO | 38
     p = [_insn(_LD_W_ABS, 0, 0, 4), _insn(_JEQ, 1, 0, _AUDIT_ARCH_X86_64), _insn(_RET, 0, 0, _RET_KILL),
          _insn(_LD_W_ABS, 0, 0, 0), _insn(_JGE, 0, 1, 0x40000000), _insn(_RET, 0, 0, _RET_KILL)]
     for nr in sorted(DENIED_SYSCALLS.values()):
         p += [_insn(_JEQ, 0, 1, nr), _insn(_RET, 0, 0, eperm)]
     p += [_insn(_JEQ, 0, 1, _NR_CLONE3), _insn(_RET, 0, 0, enosys)]
+    if deny_connect:
+        p += [_insn(_JEQ, 0, 1, _NR_CONNECT), _insn(_RET, 0, 0, eperm)]
+        # sendto: args[4] (dest_addr) at offset 48 (low) / 52 (high); non-NULL -> EPERM
+        p += [_insn(_JEQ, 0, 6, _NR_SENDTO), _insn(_LD_W_ABS, 0, 0, 48), _insn(_JEQ, 0, 2, 0),
+              _insn(_LD_W_ABS, 0, 0, 52), _insn(_JEQ, 1, 0, 0), _insn(_RET, 0, 0, eperm), _insn(_RET, 0, 0, _RET_ALLOW)]
     # clone: args[0] (flags) low word at offset 16
     p += [_insn(_JEQ, 0, 4, _NR_CLONE), _insn(_LD_W_ABS, 0, 0, 16), _insn(_JSET, 0, 1, _NS_FLAGS),
           _insn(_RET, 0, 0, eperm), _insn(_RET, 0, 0, _RET_ALLOW)]

@@ -23,6 +23,7 @@ from . import harden
 from .protocol import encode, read_msg, write_all
 
 RESULT_CAP = 1 << 20
+SHARED_DIRS = ("/tmp", "/var/tmp", "/run", "/dev/shm")
 
 
 class Zygote:
@@ -36,7 +37,7 @@ class Zygote:
         self.abi = 0
         self.null: int | None = None
         self.overlays: dict[str, int] = {}
-        # The host sees an empty root-owned directory; in the zygote's mount namespace it is a size-capped tmpfs.
+        # Exists only in the zygote's mount namespace (inside its own /tmp): a size-capped tmpfs.
         self.private = f"/tmp/agentrl-sandbox-{uid}"
         self.scratch = self.private + "/scratch"
 
@@ -75,9 +76,10 @@ class Zygote:
         self.note("landlock_scope", self.abi >= 6, "signals and abstract unix sockets scoped to the sandbox"
                   if self.abi >= 6 else f"needs Landlock ABI 6, have {self.abi}")
         if harden.X86_64:
-            self.seccomp = harden.seccomp_program()
+            self.seccomp = harden.seccomp_program(deny_connect=not self.network)
             self.note("seccomp", True, f"deny filter: {len(harden.DENIED_SYSCALLS)} syscalls, namespace clone flags, "
-                      "clone3, non-inet socket families")
+                      "clone3, non-inet socket families" + ("" if self.network else
+                                                            ", connect() and sendto(address) (no unix sockets)"))
         else:
             self.note("seccomp", False, "filter only written for x86_64")
         self.note("uid_drop", is_root, f"per-slot uid (this worker: {self.uid}), no supplementary groups" if is_root else
@@ -96,6 +98,12 @@ class Zygote:
 
     def _mounts(self) -> None:
         harden.mount(None, "/", None, harden.MS_REC | harden.MS_PRIVATE)
+        # Shared scratch and runtime dirs hold other programs' unix sockets (Ray's raylet under /tmp/ray,
+        # dbus under /run), which Landlock ABI < 8 does not stop a connect() to: cover them with empty tmpfs.
+        for d in SHARED_DIRS:
+            if os.path.isdir(d) and not os.path.islink(d):
+                self._overlay(d)
+        self.note("shared_dirs_hidden", True, f"empty tmpfs over {', '.join(SHARED_DIRS)} (no foreign unix sockets)")
         os.makedirs(self.private, mode=0o711, exist_ok=True)
         harden.mount("tmpfs", self.private, "tmpfs", harden.MS_NOSUID | harden.MS_NODEV, "size=256m,mode=711")
         # Paths the interpreter needs may sit below a directory the unprivileged uid cannot enter
@@ -119,9 +127,7 @@ class Zygote:
             if anc is None:
                 continue
             if anc not in self.overlays:
-                fd = os.open(anc, os.O_PATH | os.O_CLOEXEC)
-                harden.mount("tmpfs", anc, "tmpfs", harden.MS_NOSUID | harden.MS_NODEV, "size=1m,mode=755")
-                self.overlays[anc] = fd
+                self._overlay(anc)
             source = f"/proc/self/fd/{self.overlays[anc]}/{p[len(anc) + 1:]}"
             if not os.path.exists(source):
                 continue
@@ -132,6 +138,12 @@ class Zygote:
                 open(p, "a").close()
             harden.mount(source, p, None, harden.MS_BIND | harden.MS_REC)
             self.report.setdefault("hidden_dirs", [True, "covered by tmpfs, only exposed paths visible:"])[1] += f" {p}"
+
+    def _overlay(self, d: str) -> None:
+        """Cover `d` with an empty tmpfs, keeping an fd to the original to bind exposed paths from."""
+        fd = os.open(d, os.O_PATH | os.O_CLOEXEC)
+        harden.mount("tmpfs", d, "tmpfs", harden.MS_NOSUID | harden.MS_NODEV, "size=1m,mode=755")
+        self.overlays[d] = fd
 
     @staticmethod
     def _visible(p: str) -> bool:

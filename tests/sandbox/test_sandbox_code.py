@@ -125,3 +125,29 @@ def test_bad_test_dicts(sb):
         with pytest.raises(SandboxError) as err:
             sb.run_tests("x = 1", [bad])
         assert err.value.cause == "bad_input"
+
+
+@pytest.mark.parametrize("where", ["/tmp", os.path.dirname(__file__)])
+def test_host_unix_sockets_unreachable(sb, where):
+    """/tmp is covered by an empty tmpfs; elsewhere (here: the repo) seccomp denies connect()."""
+    import socket
+    import tempfile
+    d = tempfile.mkdtemp(prefix="agentrl-sock-", dir=where)
+    os.chmod(d, 0o777)
+    path = os.path.join(d, "service.sock")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    os.chmod(path, 0o777)
+    server.listen(1)
+    try:
+        code = ("import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect(%r)\n    print('connected')\n"
+                "except OSError:\n    print('blocked')\n" % path)
+        [v] = sb.run_tests(code, [stdio("", "blocked")])
+        assert v.passed, v
+        code = "import socket\na, b = socket.socketpair()\na.send(b'ok')\nprint(b.recv(2).decode())"
+        [v] = sb.run_tests(code, [stdio("", "ok")])  # socket pairs still work
+        assert v.passed, v
+    finally:
+        server.close()
+        os.unlink(path)
+        os.rmdir(d)
