@@ -3,6 +3,7 @@
 Start from this file with ``agentrl reward new --preset math > reward.py`` and edit it.
 
     item.metadata = {"expected_answer": "842 million", "tolerance": 1e-4, "partial_credit": 0.1}
+    (expected_answer may also be a list of accepted answers)
     sample.final_answer = "... so revenue was \\boxed{\\$842M}"   ->  1.0
 
 The final answer is the last \\boxed{}, else what follows "answer is" / "Answer:", else the last number
@@ -22,7 +23,7 @@ TIMEOUT = 30.0  # seconds for the whole grade() call
 def grade(sample, item, tolerance=None, partial_credit=None, symbolic_timeout=SYMBOLIC_TIMEOUT):
     metadata = item["metadata"]
     expected = metadata.get("expected_answer")
-    if expected is None or str(expected).strip() == "":
+    if expected is None or expected == [] or str(expected).strip() == "":
         return None  # not a math row
     answer = extract_final_answer(sample["final_answer"], prompt=item.get("prompt") or "")
     if answer is None:
@@ -32,4 +33,6 @@ def grade(sample, item, tolerance=None, partial_credit=None, symbolic_timeout=SY
     if partial_credit is None:
         # partial_credit: true (within 10%) or a relative window such as 0.05; a near miss earns up to 0.5
         partial_credit = metadata.get("partial_credit")
-    return score_answer(answer, str(expected), tolerance=tolerance, partial_credit=partial_credit, timeout=symbolic_timeout)
+    golds = expected if isinstance(expected, list) else [expected]  # a list means "any of these"
+    return max(score_answer(answer, str(gold), tolerance=tolerance, partial_credit=partial_credit,
+                            timeout=symbolic_timeout) for gold in golds)

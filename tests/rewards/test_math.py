@@ -163,3 +163,10 @@ def test_rewardset_reports_math_timeout_as_unscorable(monkeypatch):
     result = RewardSet([{"name": "math"}]).score(sample("\\boxed{x^2}"), item("q", expected_answer="x*x"))
     assert result.score is None
     assert result.unscorable.startswith("math: timeout after 5s")
+
+
+def test_a_list_of_accepted_answers(math_reward):
+    row = item("q", expected_answer=["\\frac{1}{2}", "50%"])
+    assert math_reward(sample("Answer: 0.5"), row) == 1.0
+    assert math_reward(sample("Answer: 0.6"), row) == 0.0
+    assert math_reward(sample("Answer: 0.5"), item("q", expected_answer=0.5)) == 1.0  # numbers in JSON rows
