@@ -289,3 +289,18 @@ def test_concurrency_cap_per_server(probe_http):
         assert len(results) == 9 and not any(r.is_error for r in results)
         assert max(int(r.content) for r in results) <= 2  # never more than the cap in flight at the server
     run(main())
+
+
+def test_stateful_http_server_gets_its_own_session_per_rollout(probe_http):
+    async def main():
+        async with ToolHub.from_config({"probe": {"url": probe_http, "stateful": True}}) as hub:
+            async def rollout(rid):
+                async with hub.rollout(rid) as s:
+                    seen = json.loads((await s.call(ToolCall("c", "echo_context", {}))).content)
+                    return seen, len(s._connections)
+            out = await asyncio.gather(*(rollout(f"rs-{i}") for i in range(4)))
+            assert [seen["rollout_header"] for seen, _ in out] == [f"rs-{i}" for i in range(4)]
+            assert [seen["meta"]["agentrl/rollout_id"] for seen, _ in out] == [f"rs-{i}" for i in range(4)]
+            assert all(n == 1 for _, n in out)  # one session of its own while it ran
+            assert hub._sessions == set()  # and nothing left open after
+    run(main())
