@@ -77,3 +77,59 @@ def check(servers: Any) -> tuple[str, bool]:
         return "\n".join([line for line, _ in rows] + [tail]), ok
 
     return asyncio.run(main())
+
+
+def loadtest(servers: Any, name: str, args_json: str = "{}", *, rollouts: int = 64, calls: int = 4,
+             parallel: int = 1) -> tuple[str, bool]:
+    """Before launch: ``rollouts`` concurrent rollouts each make ``calls`` calls of one tool (``parallel``
+    per turn), the way a training step's burst does. ``ok`` is False if any call failed for the server's sake."""
+    from agentrl.tools.traffic import percentile
+
+    arguments = json.loads(args_json or "{}")
+    parallel = max(1, min(parallel, calls))
+
+    async def main() -> tuple[str, bool]:
+        latencies: list[float] = []
+        tool_errors = infra = 0
+        first_infra = ""
+        async with ToolHub.from_config(servers) as hub:
+            async def rollout(i: int) -> None:
+                nonlocal tool_errors, infra, first_infra
+                async with hub.rollout(f"loadtest-{i}") as session:
+                    for turn in range(calls // parallel):
+                        async def one(j: int) -> None:
+                            nonlocal tool_errors, infra, first_infra
+                            start = time.perf_counter()
+                            try:
+                                result = await session.call(ToolCall(f"c{turn}-{j}", name, arguments))
+                            except ToolInfraError as exc:
+                                infra += 1
+                                first_infra = first_infra or str(exc)
+                                return
+                            latencies.append(time.perf_counter() - start)
+                            tool_errors += result.is_error
+
+                        await asyncio.gather(*(one(j) for j in range(parallel)))
+
+            try:
+                async with hub.rollout("loadtest-warmup") as session:
+                    await session.tools()
+            except ToolInfraError as exc:
+                return f"cannot start: {exc}\ninfrastructure failures: 1", False
+            wall = time.perf_counter()
+            await asyncio.gather(*(rollout(i) for i in range(rollouts)))
+            wall = time.perf_counter() - wall
+            metrics = hub.metrics()
+        lat = sorted(latencies)
+        total = len(lat) + infra
+        p50, p99 = ((percentile(lat, q) or 0) * 1000 for q in (50, 99))
+        lines = [
+            f"{rollouts} rollouts x {calls // parallel * parallel} calls of {name}: {total} calls in {wall:.2f} s, "
+            f"{total / wall if wall else 0:.1f} calls/s, p50 {p50:.1f} ms, p99 {p99:.1f} ms",
+            f"tool errors (shown to the model): {tool_errors}; infrastructure failures: {infra}"
+            + (f" (first: {first_infra})" if first_infra else ""),
+            *(f"{server}: {json.dumps(m)}" for server, m in metrics.items()),
+        ]
+        return "\n".join(lines), infra == 0
+
+    return asyncio.run(main())

@@ -3,7 +3,7 @@
 import json
 
 from agentrl.tools import ToolCall, ToolHub
-from agentrl.tools.cli import call_tool, check, list_tools
+from agentrl.tools.cli import call_tool, check, list_tools, loadtest
 
 from .conftest import run
 
@@ -35,3 +35,11 @@ def test_cli_list_call_check(calc_http, always_503, tmp_path):
     _, url = always_503
     report, ok = check({"calc": {"url": calc_http}, "down": {"url": url, "retries": 1}})
     assert not ok and "FAIL down: http_5xx" in report and "ok   calc" in report and "1/2 servers ok" in report
+
+
+def test_cli_loadtest(calc_http, always_503):
+    report, ok = loadtest({"calc": {"url": calc_http}}, "add", '{"a": 1, "b": 2}', rollouts=16, calls=4, parallel=2)
+    assert ok and "16 rollouts x 4 calls of add: 64 calls" in report and "infrastructure failures: 0" in report
+    _, url = always_503
+    report, ok = loadtest({"down": {"url": url, "retries": 0, "circuit_failures": 2}}, "x", rollouts=4, calls=1)
+    assert not ok and "cannot start" in report and "http_5xx" in report
