@@ -185,9 +185,7 @@ def _read_only_open(file, mode="r", *args, **kwargs):
     return builtins.open(file, mode, *args, **kwargs)
 
 
-def grader_globals(filename: str, getenv, network: bool = False) -> dict:
-    if network:
-        _allowed.update(NETWORK_IMPORTS)  # this process is a private fork: the change dies with it
+def _make_builtins() -> dict:
     b = dict(safe_builtins)
     b.update(limited_builtins)
     b.update(utility_builtins)
@@ -196,8 +194,18 @@ def grader_globals(filename: str, getenv, network: bool = False) -> dict:
                  "range", "isinstance", "bytes", "print"):
         b[name] = getattr(builtins, name)
     b["__import__"] = _guarded_import
-    b["getenv"] = getenv
     b["open"] = _read_only_open
+    return b
+
+
+_BUILTINS = _make_builtins()  # built once in the zygote; each child copies it
+
+
+def grader_globals(filename: str, getenv, network: bool = False) -> dict:
+    if network:
+        _allowed.update(NETWORK_IMPORTS)  # this process is a private fork: the change dies with it
+    b = dict(_BUILTINS)
+    b["getenv"] = getenv
     return {
         "__builtins__": b, "__name__": "grader", "__file__": filename, "__metaclass__": type,
         "_getattr_": _getattr, "_getitem_": operator.getitem, "_getiter_": iter, "_write_": _write,
