@@ -7,6 +7,7 @@ import json
 import math
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from . import verdicts
 from .policy import HEAVY, imported_modules
@@ -87,22 +88,28 @@ class Sandbox:
             raise SandboxError(f"code must be str, got {type(code).__name__}", "bad_input")
         self._require_strong(allow_weak)
         pool = self._pool("code")
-        out = []
-        for test in tests:
+        plans = []
+        for test in tests:  # plan all first: a malformed test is the caller's error, raised before running
             header, blobs, expected = verdicts.plan(test, max_output)
             header.update(op="test", timeout=float(timeout_per_test), memory_mb=int(memory_mb))
             blobs = [code.encode("utf-8", "replace")] + blobs
             blob_limit_ok(*blobs)
+            plans.append((header, blobs, expected))
+
+        def one(plan) -> TestVerdict:
+            header, blobs, expected = plan
             try:
                 status, got = pool.call(header, blobs, float(timeout_per_test) + GRACE_S)
             except SandboxError as e:
-                out.append(TestVerdict(False, "crash", f"{e.cause}: {e}"))
-                continue
+                return TestVerdict(False, "crash", f"{e.cause}: {e}")
             if "error" in status:
-                out.append(TestVerdict(False, "crash", str(status["error"])[:300]))
-                continue
-            out.append(verdicts.judge(header, status, got, expected))
-        return out
+                return TestVerdict(False, "crash", str(status["error"])[:300])
+            return verdicts.judge(header, status, got, expected)
+
+        if len(plans) <= 1:
+            return [one(p) for p in plans]
+        with ThreadPoolExecutor(min(len(plans), self.size)) as ex:  # tests run in parallel on the workers
+            return list(ex.map(one, plans))
 
     async def arun_tests(self, *args, **kwargs) -> list[TestVerdict]:
         return await asyncio.to_thread(self.run_tests, *args, **kwargs)

@@ -165,6 +165,10 @@ class Zygote:
         if self.abi < 1:
             return None
         if read_paths not in self.rulesets:
+            if len(self.rulesets) >= 64:
+                for fd in self.rulesets.values():
+                    os.close(fd)
+                self.rulesets.clear()
             self.expose(read_paths)
             self.rulesets[read_paths] = harden.landlock_ruleset(
                 self.base_read + list(read_paths), [self.scratch, "/dev/null"], deny_tcp=not self.network, abi=self.abi)
@@ -173,7 +177,7 @@ class Zygote:
     def fresh_scratch(self) -> None:
         """Empty the scratch dir but keep its inode: the cached Landlock rulesets are bound to it."""
         if not os.path.isdir(self.scratch):
-            os.mkdir(self.scratch, 0o700)
+            os.makedirs(self.scratch, 0o700, exist_ok=True)
         with os.scandir(self.scratch) as entries:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
@@ -214,6 +218,9 @@ class Zygote:
         except BaseException:
             if self.pidns_fd is not None:
                 harden.setns(self.pidns_fd, harden.CLONE_NEWPID)
+            for fd in (r_res, w_res, r_out, w_out, r_err, w_err, w_in):
+                if fd is not None:
+                    os.close(fd)
             raise
         if pid and self.pidns_fd is not None:
             harden.setns(self.pidns_fd, harden.CLONE_NEWPID)
