@@ -214,11 +214,16 @@ def _grader_value(status: dict, blobs: list[bytes], filename: str, timeout: floa
 
 _default: Sandbox | None = None
 _default_lock = threading.Lock()
+INSIDE = False  # set in sandboxed children: a sandbox cannot start another one
 
 
 def get_sandbox() -> Sandbox:
     """The process-wide sandbox; workers start on first use."""
     global _default
+    if INSIDE:
+        raise SandboxError("the sandbox cannot be used from code that already runs inside it (e.g. a grader file "
+                           "calling run_tests): use the built-in preset by name, which runs outside, or call "
+                           "agentrl.sandbox from trusted code", "nested")
     with _default_lock:
         if _default is None:
             _default = Sandbox()

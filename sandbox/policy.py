@@ -26,11 +26,12 @@ ALLOWED_IMPORTS = frozenset({
 })
 # Forking cost grows with the zygote's memory (sympy+numpy roughly triple it), so graders that import
 # none of HEAVY run in a light zygote and the others in one with HEAVY pre-imported.
-HEAVY = frozenset({"sympy", "math_verify", "latex2sympy2_extended", "numpy", "mpmath"})
+HEAVY = frozenset({"sympy", "math_verify", "latex2sympy2_extended", "numpy", "mpmath", "agentrl"})
 LIGHT_PREIMPORT = ("json", "re", "math", "cmath", "fractions", "decimal", "statistics", "collections", "itertools",
                    "functools", "string", "difflib", "unicodedata", "heapq", "bisect", "textwrap", "random",
                    "datetime", "operator", "copy", "typing", "dataclasses", "enum", "ast")
-HEAVY_PREIMPORT = ("sympy", "math_verify", "numpy")
+HEAVY_PREIMPORT = ("sympy", "math_verify", "numpy", "agentrl.rewards", "agentrl.rewards.mathcheck",
+                   "agentrl.rewards.codecheck", "agentrl.rewards.toolcheck", "agentrl.rewards.judge")
 
 
 def imported_modules(source: str) -> set[str]:
@@ -136,21 +137,33 @@ def compile_grader(source: str, filename: str):
 
 # ---------------------------------------------------------------- runtime globals (used in the child)
 # Only for graders run with network=True (e.g. calling a judge model over HTTP).
-NETWORK_IMPORTS = frozenset({"urllib", "http", "socket", "ssl", "email", "base64", "hashlib", "time"})
+NETWORK_IMPORTS = frozenset({"urllib", "http", "socket", "ssl", "email", "base64", "hashlib", "time", "litellm"})
 _allowed = set(ALLOWED_IMPORTS)
+# The project's own reward helpers (agentrl.rewards.SANDBOX_IMPORTS); nothing else of agentrl.
+AGENTRL_MODULES = ("agentrl.rewards", "agentrl.trajectory")
+
+
+def _module_ok(name: str, fromlist=()) -> bool:
+    top = name.split(".")[0]
+    if top != "agentrl":
+        return top in _allowed
+    if name == "agentrl":
+        return bool(fromlist) and all(f"agentrl.{f}" in AGENTRL_MODULES for f in fromlist)
+    return any(name == m or name.startswith(m + ".") for m in AGENTRL_MODULES)
 
 
 def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
     top = name.split(".")[0]
-    if level != 0 or top not in _allowed:
+    if level != 0 or not isinstance(name, str) or not _module_ok(name, fromlist or ()):
         hint = "" if top not in NETWORK_IMPORTS else " (it is allowed when the grader is run with network=True)"
-        raise ImportError(f"import of {name!r} is not allowed in a grader{hint}; allowed: {', '.join(sorted(_allowed))}")
+        raise ImportError(f"import of {name!r} is not allowed in a grader{hint}; allowed: "
+                          f"{', '.join(sorted(_allowed) + list(AGENTRL_MODULES))}")
     return builtins.__import__(name, globals, locals, fromlist, level)
 
 
 def _getattr(obj, name, default=None):
     value = safer_getattr(obj, name, default)
-    if isinstance(value, types.ModuleType) and value.__name__.split(".")[0] not in _allowed:
+    if isinstance(value, types.ModuleType) and not (_module_ok(value.__name__) or value.__name__ == "agentrl"):
         raise AttributeError(f"module {value.__name__!r} is not available to graders")
     return value
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 class SandboxError(RuntimeError):
     """The call could not produce a trustworthy result. `.cause` is a short machine-readable string:
-    timeout, memory, killed, worker_died, invalid_result, bad_input, weak_isolation, output_limit, internal."""
+    timeout, memory, killed, worker_died, invalid_result, bad_input, weak_isolation, nested, internal."""
 
     def __init__(self, message: str, cause: str) -> None:
         super().__init__(message)

@@ -1,6 +1,7 @@
 """Catalogue of hostile or broken graders, each with its expected outcome (RestrictedPython + OS isolation)."""
 
 import math
+import os
 
 import pytest
 
@@ -164,3 +165,36 @@ def test_network_when_declared(sb, listener):
     sb.run_grader(NET_GRADER % listener.port, "net.py", {}, {}, network=True)
     assert listener.connections >= 1
     assert_still_works(sb)
+
+
+def _agentrl_pkg() -> list[str]:
+    import agentrl
+    return [os.path.dirname(os.path.realpath(agentrl.__file__))]
+
+
+def test_reward_helpers_importable_other_agentrl_modules_not(sb):
+    ok = ("from agentrl.rewards.mathcheck import extract_final_answer\n"
+          "def grade(sample, item):\n"
+          "    return 1.0 if extract_final_answer(sample.final_answer) == '7' else 0.0\n")
+    assert sb.run_grader(ok, "helpers.py", {"final_answer": "\\boxed{7}"}, {}, read_paths=_agentrl_pkg()) == 1.0
+    for bad in ("import agentrl.sandbox", "from agentrl import sandbox", "import agentrl.plugins"):
+        with pytest.raises(GraderCodeError) as err:
+            sb.run_grader(bad + "\ndef grade(sample, item):\n    return 1.0\n", "bad.py", {}, {},
+                          read_paths=_agentrl_pkg())
+        assert "not allowed" in str(err.value)
+
+
+def test_math_preset_file_runs_in_the_sandbox(sb):
+    src = open(os.path.join(os.path.dirname(os.path.realpath(__import__("agentrl").__file__)), "..", "presets",
+                            "math.py")).read()
+    sample, item = {"final_answer": "so \\boxed{\\frac{1}{2}}"}, {"metadata": {"expected_answer": "0.5"}}
+    assert sb.run_grader(src, "math.py", sample, item, read_paths=_agentrl_pkg(), timeout=30) == 1.0
+
+
+def test_nested_sandbox_is_a_clear_error(sb):
+    src = ("from agentrl.rewards.codecheck import run_tests\n"
+           "def grade(sample, item):\n"
+           "    return float(len(run_tests('x = 1', [{'type': 'stdio', 'stdin': '', 'expected_stdout': ''}])))\n")
+    with pytest.raises(GraderCodeError) as err:
+        sb.run_grader(src, "nested.py", {}, {}, read_paths=_agentrl_pkg())
+    assert "nested" in str(err.value)
