@@ -63,7 +63,10 @@ def test_worker_killed_mid_call_is_an_error_not_zero(sb):
     threads = [threading.Thread(target=call) for _ in range(len(pids))]
     for t in threads:
         t.start()
-    time.sleep(1.0)
+    deadline = time.monotonic() + 30
+    while pool.idle.qsize() and time.monotonic() < deadline:  # every worker has taken a call
+        time.sleep(0.05)
+    time.sleep(0.5)
     for pid in pids:
         os.kill(pid, signal.SIGKILL)
     for t in threads:
