@@ -111,6 +111,7 @@ class AgentrlAgentLoop(AgentLoopBase):
         tool_calls_made = 0
         version_tags: dict[str, Any] = {}
         tool_seconds = 0.0
+        model_seconds = 0.0
         stop_reason = "no_tool_call"
 
         session_cm = hub.rollout(rollout_id, allowed_tools=allowed) if hub else _NoToolsContext()
@@ -128,7 +129,9 @@ class AgentrlAgentLoop(AgentLoopBase):
                     params["max_tokens"] = room
                     if self.parser.stop_token_ids:
                         params["stop_token_ids"] = sorted(set(params.get("stop_token_ids") or []) | set(self.parser.stop_token_ids))
+                    t_model = time.perf_counter()
                     out = await self.server_manager.generate(request_id, prompt_ids=runtime_ids, sampling_params=params)
+                    model_seconds += time.perf_counter() - t_model
                     weights_step = out.extra_fields.get("global_steps", weights_step)
                     for key in ("global_steps", "min_global_steps", "max_global_steps"):
                         if key in out.extra_fields:  # verl's trainer reads these (policy staleness)
@@ -219,7 +222,8 @@ class AgentrlAgentLoop(AgentLoopBase):
             "messages": messages, "trajectory": unwrap(steps), "tool_calls": tool_calls_made,
             "reward": score, "components": components, "unscorable": unscorable, "stop_reason": stop_reason,
             "response_tokens": len(response_ids), "seconds": round(time.perf_counter() - started, 4),
-            "tool_seconds": round(tool_seconds, 4), "reward_seconds": round(reward_seconds, 4),
+            "model_seconds": round(model_seconds, 4), "tool_seconds": round(tool_seconds, 4),
+            "reward_seconds": round(reward_seconds, 4),
             "validation": bool(kwargs.get("validate", False)),
         }
         runlog.append_rollout(self.spec["run_dir"], record)
