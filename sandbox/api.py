@@ -13,6 +13,7 @@ from . import verdicts
 from .policy import HEAVY, imported_modules
 from .pool import Pool, blob_limit_ok
 from .protocol import short
+from . import results
 from .results import Check, GraderCodeError, IsolationReport, SandboxError, TestVerdict
 
 MAX_ABS_REWARD = 1e6
@@ -214,13 +215,12 @@ def _grader_value(status: dict, blobs: list[bytes], filename: str, timeout: floa
 
 _default: Sandbox | None = None
 _default_lock = threading.Lock()
-INSIDE = False  # set in sandboxed children: a sandbox cannot start another one
 
 
 def get_sandbox() -> Sandbox:
     """The process-wide sandbox; workers start on first use."""
     global _default
-    if INSIDE:
+    if results.INSIDE:
         raise SandboxError("the sandbox cannot be used from code that already runs inside it (e.g. a grader file "
                            "calling run_tests): use the built-in preset by name, which runs outside, or call "
                            "agentrl.sandbox from trusted code", "nested")

@@ -26,8 +26,8 @@ def lock_down(*, fds: tuple[int, int, int, int], ruleset_fd: int | None, seccomp
     """Irreversibly confine this (already forked) process. Order matters: limits and Landlock need
     root or no_new_privs, the uid drop must precede the parent-death signal, seccomp comes last."""
     os.setsid()
-    from . import api
-    api.INSIDE = True
+    from . import results
+    results.INSIDE = True
     import fcntl
     high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 1000 + i) for i, fd in enumerate(fds)]
     for target, fd in enumerate(high):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+INSIDE = False  # set in sandboxed children: a sandbox cannot start another one
+
 
 class SandboxError(RuntimeError):
     """The call could not produce a trustworthy result. `.cause` is a short machine-readable string:
