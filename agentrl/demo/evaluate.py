@@ -88,7 +88,20 @@ def base_success_rate(
     model_and_tokenizer=None,
     tools: list[dict[str, Any]] | None = None,
 ) -> dict[str, float]:
-    """Success and tool-use rates over ``rows`` x ``n_samples`` sampled episodes."""
+    """Success and tool-use rates over ``rows`` x ``n_samples`` sampled episodes.
+
+    Returns n, success_rate, tool_use_rate, valid_call_rate (calls the calculator accepts, per
+    tool-using episode), success_given_tool, success_given_direct and a few example episodes.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # see agentrl.demo.builder: one thread is far cheaper on a shared box
+    try:
+        return _rates(model_path, rows, n_samples, temperature, batch_size, seed, model_and_tokenizer, tools)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _rates(model_path, rows, n_samples, temperature, batch_size, seed, model_and_tokenizer, tools):
     model, tok = model_and_tokenizer or _load(model_path)
     tools = tools or CALCULATOR_TOOLS
     torch.manual_seed(seed)

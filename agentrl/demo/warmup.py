@@ -81,8 +81,12 @@ def _broadcast_cache(cache, batch: int):
     return cache
 
 
-def batch_loss(model, prefix_ids: torch.Tensor, batch: list[tuple[list[int], list[int]]], pad_id: int):
-    """Mean cross-entropy over the masked (assistant) tokens of the batch."""
+def batch_loss(model, prefix_ids: torch.Tensor, batch: list[tuple[list[int], list[int]]], pad_id: int,
+               detach_prefix: bool = False):
+    """Mean cross-entropy over the masked (assistant) tokens of the batch.
+
+    ``detach_prefix`` runs the shared prefix without gradient (cheaper, slightly approximate).
+    """
     width = max(len(ids) for ids, _ in batch)
     inp = torch.full((len(batch), width), pad_id, dtype=torch.long)
     tgt_mask = torch.zeros((len(batch), width), dtype=torch.bool)
@@ -90,15 +94,15 @@ def batch_loss(model, prefix_ids: torch.Tensor, batch: list[tuple[list[int], lis
         inp[row, : len(ids)] = torch.tensor(ids)
         tgt_mask[row, : len(mask)] = torch.tensor(mask, dtype=torch.bool)
     n_prefix = prefix_ids.shape[1]
-    out = model(input_ids=prefix_ids, use_cache=True)
-    cache = _broadcast_cache(out.past_key_values, len(batch))
+    with torch.set_grad_enabled(torch.is_grad_enabled() and not detach_prefix):
+        cache = model(input_ids=prefix_ids, use_cache=True).past_key_values
+    cache = _broadcast_cache(cache, len(batch))
     positions = torch.arange(n_prefix, n_prefix + width).unsqueeze(0).expand(len(batch), -1)
     # Right padding: pads only follow real tokens, so the plain causal mask is correct.
     logits = model(input_ids=inp, past_key_values=cache, position_ids=positions, use_cache=True).logits
-    # logits at position t predict token t+1; the prefix's last position predicts suffix token 0.
-    first = out.logits[:, -1:, :].expand(len(batch), -1, -1)
-    pred = torch.cat([first, logits[:, :-1, :]], dim=1)
-    return torch.nn.functional.cross_entropy(pred[tgt_mask], inp[tgt_mask])
+    # logits at t predict token t+1; suffix token 0 (<|im_start|> of the user turn) is never a target.
+    targets = tgt_mask[:, 1:]
+    return torch.nn.functional.cross_entropy(logits[:, :-1][targets], inp[:, 1:][targets])
 
 
 def warmup(
