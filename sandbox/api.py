@@ -180,6 +180,9 @@ def _grader_value(status: dict, blobs: list[bytes], filename: str, timeout: floa
             what = "CPU time limit" if -code in (9, 24) and status.get("elapsed", 0) >= timeout * 0.5 else f"signal {-code}"
             raise SandboxError(f"{filename}: the grader process was killed ({what})",
                                "timeout" if what == "CPU time limit" else "killed")
+        if code == 121:
+            raise SandboxError(f"{filename}: the sandbox could not lock the grader process down; see "
+                               "isolation_report()", "internal")
         raise SandboxError(f"{filename}: the grader process ended without a valid result (exit {code}, "
                            f"{len(raw)} result bytes)", "invalid_result")
     (key, value), = obj.items()
