@@ -138,6 +138,7 @@ class Watcher:
         self.rollout_offset = self.rollouts_file.stat().st_size if self.rollouts_file.exists() else 0
         self.pending: dict[Any, list[dict]] = defaultdict(list)
         self.first_step: int | None = None
+        self.first_step_at = 0.0
         self.last_step = 0
 
     def poll(self) -> None:
@@ -171,13 +172,16 @@ class Watcher:
         line["verl"] = {k: _finite(v) for k, v in data.items() if _finite(v) is not None}
         with self.metrics_file.open("a") as fh:
             fh.write(json.dumps(line) + "\n")
+        now = time.monotonic()
         if self.first_step is None:
-            self.first_step = step
+            self.first_step, self.first_step_at = step, now
         self.last_step = step
-        done = step - self.first_step + 1
-        elapsed = time.monotonic() - self.started
+        elapsed = now - self.started
         remaining = max(0, self.total - step)
-        eta = elapsed / done * remaining if done else 0.0
+        # steady-state pace: time between step lines (start-up excluded); verl's own step time at first
+        done_since_first = step - self.first_step
+        pace = (now - self.first_step_at) / done_since_first if done_since_first else (line.get("step_time") or 0.0)
+        eta = pace * remaining
         reward = line.get("reward_mean")
         reward_text = f"{reward:.3f}" if reward is not None else "n/a"
         extra = f"  unscorable {line['unscorable']}" if line.get("unscorable") else ""

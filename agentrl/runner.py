@@ -82,7 +82,13 @@ def prepare(config_path: str, overrides: list[str]) -> dict[str, Any]:
 
     from agentrl.rewards import RewardSet
 
-    RewardSet.from_config(settings.rewards, where=f"{config_path}: agentrl.rewards")
+    rewards = RewardSet.from_config(settings.rewards, where=f"{config_path}: agentrl.rewards")
+    if any(r["sandboxed"] for r in rewards.describe()):  # say what isolation untrusted reward code gets here
+        from agentrl.sandbox import get_sandbox
+
+        report = get_sandbox().isolation_report()
+        print(report.summary(), file=sys.stderr)
+        (run_dir / "sandbox_isolation.json").write_text(json.dumps(report.as_dict(), indent=2))
     if settings.tools:
         from agentrl.tools import parse_servers_config
 
