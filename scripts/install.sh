@@ -9,7 +9,8 @@ PY="${PYTHON:-python3.11}"
 command -v "$PY" >/dev/null 2>&1 || PY=python3
 STAMP="$VENV/.agentrl-install"
 # Everything that decides what gets installed; a change to any of these re-runs the install.
-WANT=$(cat pyproject.toml plugins/*/pyproject.toml scripts/install.sh scripts/install_system_deps.sh 2>/dev/null | sha256sum | cut -d' ' -f1)
+WANT=$(for f in pyproject.toml plugins/*/pyproject.toml scripts/install.sh scripts/install_system_deps.sh; do
+  [ -f "$f" ] && cat "$f"; done | sha256sum | cut -d' ' -f1)
 
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$VENV/bin/agentrl" ]; then
   exit 0
