@@ -9,18 +9,12 @@ PY="${PYTHON:-python3.11}"
 command -v "$PY" >/dev/null 2>&1 || PY=python3
 STAMP="$VENV/.agentrl-install"
 # Everything that decides what gets installed; a change to any of these re-runs the install.
-WANT=$(for f in pyproject.toml plugins/*/pyproject.toml scripts/install.sh scripts/install_system_deps.sh; do
-  [ -f "$f" ] && cat "$f"; done | sha256sum | cut -d' ' -f1)
+WANT=$(cat pyproject.toml plugins/*/pyproject.toml scripts/install.sh | sha256sum | cut -d' ' -f1)
 
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$VENV/bin/agentrl" ]; then
   exit 0
 fi
 echo "agentrl: installing into $VENV (first time: a few minutes)"
-
-# System packages the sandbox uses (root only; without them the sandbox reports weaker isolation).
-if [ -f scripts/install_system_deps.sh ]; then
-  bash scripts/install_system_deps.sh
-fi
 
 "$PY" -c 'import sys; assert sys.version_info[:2] == (3, 11), "agentrl needs Python 3.11"' 
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
