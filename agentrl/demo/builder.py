@@ -42,15 +42,16 @@ def build(
     out_dir: str,
     seed: int = 0,
     *,
-    warmup_steps: int = 200,
-    max_seconds: float = 180.0,
+    warmup_steps: int = 800,
+    max_seconds: float = 900.0,
     n_train: int = 512,
     n_val: int = 64,
     tool_fraction: float = 0.4,
     eval_samples: int = 4,
     layers: int = 2,
     batch_size: int = 16,
-    lr: float = 3e-3,
+    lr: float = 6e-3,
+    tool_share: float = 0.85,
     log=None,
 ) -> dict[str, str]:
     """Build (or reuse) the demo under ``out_dir``; returns model_path, train_path, val_path.
@@ -62,7 +63,7 @@ def build(
     options = {
         "version": BUILD_VERSION, "seed": seed, "warmup_steps": warmup_steps, "max_seconds": max_seconds,
         "n_train": n_train, "n_val": n_val, "tool_fraction": tool_fraction, "layers": layers,
-        "batch_size": batch_size, "lr": lr,
+        "batch_size": batch_size, "lr": lr, "tool_share": tool_share,
         "tools": CALCULATOR_TOOLS,
     }
     paths = _paths(out_dir)
@@ -83,7 +84,7 @@ def build(
     torch.set_num_threads(1)
     try:
         results = _build(out_dir, seed, paths, warmup_steps, max_seconds, n_train, n_val, tool_fraction, layers,
-                         batch_size, lr, eval_samples, log)
+                         batch_size, lr, tool_share, eval_samples, log)
     finally:
         torch.set_num_threads(threads)
     results["seconds"] = round(time.time() - t0, 1)
@@ -94,7 +95,7 @@ def build(
 
 
 def _build(out_dir, seed, paths, warmup_steps, max_seconds, n_train, n_val, tool_fraction, layers, batch_size, lr,
-           eval_samples, log) -> dict[str, Any]:
+           tool_share, eval_samples, log) -> dict[str, Any]:
     from agentrl.demo.data import make_rows, warmup_conversations, write_jsonl
     from agentrl.demo.tokenizer import train_tokenizer
     from agentrl.demo.warmup import make_model, warmup
@@ -104,7 +105,8 @@ def _build(out_dir, seed, paths, warmup_steps, max_seconds, n_train, n_val, tool
     write_jsonl(paths["train_path"], train_rows)
     write_jsonl(paths["val_path"], val_rows)
 
-    conversations = warmup_conversations(min(4096, 32 * warmup_steps + 512), seed + 2, tool_fraction=tool_fraction)
+    conversations = warmup_conversations(min(4096, 32 * warmup_steps + 512), seed + 2, tool_fraction=tool_fraction,
+                                         tool_share=tool_share)
     corpus = [_render_plain(c) for c, _ in conversations[:1500]]
     tok = train_tokenizer(corpus)
     model = make_model(len(tok), tok.pad_token_id, tok.convert_tokens_to_ids("<|im_end|>"), seed=seed, layers=layers)
@@ -154,8 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m agentrl.demo.build", description=__doc__.splitlines()[0])
     parser.add_argument("out_dir")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--warmup-steps", type=int, default=200)
-    parser.add_argument("--max-seconds", type=float, default=180.0)
+    parser.add_argument("--warmup-steps", type=int, default=800)
+    parser.add_argument("--max-seconds", type=float, default=900.0, help="warm-up time cap")
     parser.add_argument("--eval-samples", type=int, default=4, help="samples per val row for the base rate (0: skip)")
     args = parser.parse_args(argv)
     paths = build(args.out_dir, seed=args.seed, warmup_steps=args.warmup_steps, max_seconds=args.max_seconds,

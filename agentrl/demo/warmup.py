@@ -42,7 +42,7 @@ def make_model(vocab_size: int, pad_id: int, eos_id: int, seed: int = 0, layers:
     return Qwen2ForCausalLM(config)
 
 
-def prefix_ids_for(tok, tools: list[dict]) -> list[int]:
+def prefix_ids_for(tok, tools: list[dict] | None) -> list[int]:
     """Token ids of the system turn every demo conversation starts with."""
     system = [{"role": "system", "content": DEFAULT_SYSTEM}]
     text = tok.apply_chat_template(system, tools=tools, tokenize=False, add_generation_prompt=False)
@@ -122,7 +122,12 @@ def warmup(
     ``conversations`` are (messages, learn_first) pairs, see :func:`agentrl.demo.data.warmup_conversations`.
     """
     prefix = prefix_ids_for(tok, tools)
-    data = [encode_conversation(tok, c, tools, len(prefix), learn) for c, learn in conversations]
+    # The turns after the system prompt render the same with or without tools, and rendering
+    # the tool schemas thousands of times is most of the encoding time: encode without them.
+    bare = len(prefix_ids_for(tok, None))
+    data = [encode_conversation(tok, c, None, bare, learn) for c, learn in conversations]
+    if data[0] != encode_conversation(tok, conversations[0][0], tools, len(prefix), conversations[0][1]):
+        raise ValueError("chat template renders the conversation turns differently with tools")
     prefix_ids = torch.tensor([prefix])
     rng = random.Random(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
