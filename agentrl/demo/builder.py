@@ -52,6 +52,7 @@ def build(
     batch_size: int = 16,
     lr: float = 6e-3,
     tool_share: float = 0.85,
+    short_prefix_fraction: float = 0.6,
     log=None,
 ) -> dict[str, str]:
     """Build (or reuse) the demo under ``out_dir``; returns model_path, train_path, val_path.
@@ -64,6 +65,7 @@ def build(
         "version": BUILD_VERSION, "seed": seed, "warmup_steps": warmup_steps, "max_seconds": max_seconds,
         "n_train": n_train, "n_val": n_val, "tool_fraction": tool_fraction, "layers": layers,
         "batch_size": batch_size, "lr": lr, "tool_share": tool_share,
+        "short_prefix_fraction": short_prefix_fraction,
         "tools": CALCULATOR_TOOLS,
     }
     paths = _paths(out_dir)
@@ -84,7 +86,7 @@ def build(
     torch.set_num_threads(1)
     try:
         results = _build(out_dir, seed, paths, warmup_steps, max_seconds, n_train, n_val, tool_fraction, layers,
-                         batch_size, lr, tool_share, eval_samples, log)
+                         batch_size, lr, tool_share, short_prefix_fraction, eval_samples, log)
     finally:
         torch.set_num_threads(threads)
     results["seconds"] = round(time.time() - t0, 1)
@@ -95,7 +97,7 @@ def build(
 
 
 def _build(out_dir, seed, paths, warmup_steps, max_seconds, n_train, n_val, tool_fraction, layers, batch_size, lr,
-           tool_share, eval_samples, log) -> dict[str, Any]:
+           tool_share, short_prefix_fraction, eval_samples, log) -> dict[str, Any]:
     from agentrl.demo.data import make_rows, warmup_conversations, write_jsonl
     from agentrl.demo.tokenizer import train_tokenizer
     from agentrl.demo.warmup import make_model, warmup
@@ -113,7 +115,7 @@ def _build(out_dir, seed, paths, warmup_steps, max_seconds, n_train, n_val, tool
     n_params = sum(p.numel() for p in model.parameters())
     log(f"tokenizer: {len(tok)} tokens; model: {n_params} parameters; warm-up on {len(conversations)} conversations")
     stats = warmup(model, tok, conversations, CALCULATOR_TOOLS, steps=warmup_steps, batch_size=batch_size, lr=lr,
-                   max_seconds=max_seconds, seed=seed, log=log)
+                   max_seconds=max_seconds, seed=seed, short_prefix_fraction=short_prefix_fraction, log=log)
     _save(model, tok, paths["model_path"])
 
     results: dict[str, Any] = {"parameters": n_params, "vocab_size": len(tok), "warmup": stats}
