@@ -26,6 +26,19 @@ RESULT_CAP = 1 << 20
 SHARED_DIRS = ("/tmp", "/var/tmp", "/run", "/dev/shm")
 
 
+def _package_dirs() -> list[str]:
+    """agentrl's own source folders. An editable install maps them from the checkout (agentrl/, sandbox/,
+    presets/) without putting the checkout on sys.path, and a checkout under /tmp would otherwise vanish
+    under the tmpfs that covers /tmp."""
+    import agentrl
+    import agentrl.presets
+
+    dirs = [os.path.dirname(os.path.abspath(__file__))]
+    for pkg in (agentrl, agentrl.presets):
+        dirs.extend(os.path.abspath(p) for p in getattr(pkg, "__path__", []))
+    return dirs
+
+
 class Zygote:
     def __init__(self, kind: str, uid: int, network: bool) -> None:
         self.kind, self.uid, self.network = kind, uid, network
@@ -97,6 +110,10 @@ class Zygote:
         self.base_read = self._read_allowlist()
 
     def _mounts(self) -> None:
+        # Decided before /tmp is covered: the checkout or the virtualenv may live there.
+        self.package_dirs = _package_dirs()
+        needed = sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, *sys.path, *self.package_dirs)
+                         if p and os.path.isdir(p)})
         harden.mount(None, "/", None, harden.MS_REC | harden.MS_PRIVATE)
         # Shared scratch and runtime dirs hold other programs' unix sockets (Ray's raylet under /tmp/ray,
         # dbus under /run), which Landlock ABI < 8 does not stop a connect() to: cover them with empty tmpfs.
@@ -108,7 +125,6 @@ class Zygote:
         harden.mount("tmpfs", self.private, "tmpfs", harden.MS_NOSUID | harden.MS_NODEV, "size=256m,mode=711")
         # Paths the interpreter needs may sit below a directory the unprivileged uid cannot enter
         # (/root/.pyenv under /root 0700): cover that directory with a tmpfs holding only bind mounts.
-        needed = sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, *sys.path) if p and os.path.isdir(p)})
         self.expose([p for p in needed if not any(p != q and p.startswith(q + "/") for q in needed)])
 
     def expose(self, paths) -> None:
@@ -153,7 +169,8 @@ class Zygote:
         return all(os.stat("/".join(parts[:i])).st_mode & stat.S_IXOTH for i in range(2, len(parts)))
 
     def _read_allowlist(self) -> list[str]:
-        paths = {os.path.realpath(p) for p in (sys.base_prefix + "/lib", sys.prefix + "/lib", *sys.path) if p}
+        paths = {os.path.realpath(p) for p in (sys.base_prefix + "/lib", sys.prefix + "/lib", *sys.path,
+                                               *getattr(self, "package_dirs", ())) if p}
         paths |= {"/usr/lib", "/lib", "/lib64", "/usr/lib64", "/usr/local/lib", "/dev/null", "/dev/urandom",
                   "/dev/zero"}
         if self.network:  # name resolution and TLS roots
