@@ -11,8 +11,8 @@ One sample, start to end (``AgentrlAgentLoop.run``):
 6. the finished trajectory becomes the ``sample`` and the RewardSet scores it;
 7. the rollout is appended to ``rollouts.jsonl`` and handed back to verl with its score.
 
-A rollout that could not be scored (tool server down, reward crashed) has every response token masked
-out and ``agentrl_unscorable`` set, and ``agentrl_grpo`` keeps it out of its group.
+A rollout that could not be scored (tool server down, reward crashed) reaches verl with a NaN score and
+``agentrl_unscorable`` set; ``agentrl_grpo`` gives it advantage 0 and keeps it out of its group.
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ _spec_cache: dict[str, dict] = {}
 _rewards_cache: dict[str, Any] = {}
 _hubs: dict[tuple[int, str], Any] = {}
 _users: dict[str, Any] = {}
+# The newest policy version this worker has seen, for rollouts that fail before reaching the model.
+_last_versions: dict[str, Any] = {"global_steps": 0, "min_global_steps": 0, "max_global_steps": 0}
 
 
 def load_spec(path: str) -> dict:
@@ -158,13 +160,21 @@ class AgentrlAgentLoop(AgentLoopBase):
             score, components, unscorable = result.score, result.components, result.unscorable
         reward_seconds = time.perf_counter() - reward_started
 
+        if not st.runtime_ids:  # failed before the prompt was built (e.g. listing tools): build it bare
+            st.runtime_ids = await self.ct_build_initial_tokens(row["messages"], tools=None)
+            st.prompt_len = len(st.runtime_ids)
+        if len(st.runtime_ids) == st.prompt_len:
+            # Failed before the model said anything. verl needs one response token, and a step whose
+            # mask is all zeros divides 0 by 0 in the token-mean loss, so the filler end-of-turn token is
+            # left in the mask; its NaN score gives it advantage 0, hence no policy gradient.
+            st.runtime_ids.append(self.tokenizer.eos_token_id if self.tokenizer.eos_token_id is not None else 0)
+            st.mask = [1]
+            st.logprobs = [0.0] if self.rollout_config.calculate_log_probs else []
         response_ids = st.runtime_ids[st.prompt_len:][: self.response_length]
         mask = st.mask[: self.response_length]
-        if unscorable is not None:
-            mask = [0] * len(mask)
         runlog.append_rollout(self.spec["run_dir"], {
             "rollout_id": rollout_id, "prompt_id": item.id, "source": item.get("source"),
-            "step": st.versions.get("global_steps"), "messages": messages, "trajectory": unwrap(steps),
+            "step": st.versions.get("global_steps", _last_versions["global_steps"]), "messages": messages, "trajectory": unwrap(steps),
             "tool_calls": st.tool_calls, "user_turns": st.user_turns, "reward": score, "components": components,
             "unscorable": unscorable, "stop_reason": st.stop_reason, "response_tokens": len(response_ids),
             "seconds": round(time.perf_counter() - started, 4), "model_seconds": round(st.model_seconds, 4),
@@ -176,10 +186,13 @@ class AgentrlAgentLoop(AgentLoopBase):
             response_ids=response_ids,
             response_mask=mask,
             response_logprobs=st.logprobs[: len(response_ids)] if st.logprobs else None,
-            reward_score=float(score) if score is not None else 0.0,
+            # NaN marks "could not score" for agentrl_grpo, which gives it advantage 0 and leaves it out of
+            # its group; the tokens stay in the mask so a step of only unscorable rollouts still has a
+            # well-defined (zero) loss instead of 0/0.
+            reward_score=float(score) if score is not None else float("nan"),
             num_turns=len(messages) - len(row["messages"]) + 1,
             metrics={"tool_calls": st.tool_seconds, "compute_score": reward_seconds},
-            extra_fields={**st.versions, "agentrl_unscorable": 1 if unscorable else 0,
+            extra_fields={**_last_versions, **st.versions, "agentrl_unscorable": 1 if unscorable else 0,
                           "agentrl_tool_calls": st.tool_calls, "agentrl_rollout_id": rollout_id},
         )
 
@@ -229,11 +242,12 @@ class AgentrlAgentLoop(AgentLoopBase):
         out = await self.server_manager.generate(request_id, prompt_ids=st.runtime_ids, sampling_params=params)
         st.model_seconds += time.perf_counter() - started
         for key in _VERSION_KEYS:  # verl's trainer reads these to measure policy staleness
-            if key in out.extra_fields:
+            if out.extra_fields.get(key) is not None:
                 value = out.extra_fields[key]
                 if key == "min_global_steps" and key in st.versions:
                     value = min(st.versions[key], value)
                 st.versions[key] = value
+                _last_versions[key] = out.extra_fields[key]
         merged, st.mask, logprobs = await self.ct_merge_assistant_token(
             st.runtime_ids, out.token_ids, st.mask, st.logprobs if (st.logprobs or out.log_probs) else None,
             assistant_logprobs=out.log_probs or None)

@@ -1,9 +1,9 @@
 """GRPO that keeps unscorable rollouts out of their group.
 
 A rollout that could not be scored (a tool server down, a reward that crashed or timed out) reaches the
-trainer with every response token masked out. Plain GRPO would still count its placeholder score in the
-group mean and standard deviation and so shift every sibling's advantage; ``agentrl_grpo`` computes the
-group statistics from the scored rollouts only and gives the unscorable ones advantage 0.
+trainer with a NaN score. Plain GRPO would spread that NaN over its whole group (or, with a placeholder
+0, shift every sibling's advantage); ``agentrl_grpo`` computes the group statistics from the scored
+rollouts only and gives the unscorable ones advantage 0, so they contribute no policy gradient.
 Selected with ``algorithm.adv_estimator=agentrl_grpo`` (agentrl's configs do this).
 """
 
@@ -44,7 +44,8 @@ def compute_agentrl_grpo_advantage(token_level_rewards: torch.Tensor, response_m
                                    index: np.ndarray, epsilon: float = 1e-6, norm_adv_by_std_in_grpo: bool = True,
                                    config: Optional[Any] = None, **_: Any) -> tuple[torch.Tensor, torch.Tensor]:
     scores = token_level_rewards.sum(dim=-1)
-    scored = response_mask.sum(dim=-1) > 0
+    scored = torch.isfinite(scores)
+    scores = torch.nan_to_num(scores, nan=0.0, posinf=0.0, neginf=0.0)
     with torch.no_grad():
         adv = grouped_advantages(scores, scored, index, epsilon, norm_adv_by_std_in_grpo)
         adv = adv.unsqueeze(-1) * response_mask

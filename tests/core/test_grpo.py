@@ -1,4 +1,4 @@
-"""agentrl_grpo: unscorable rollouts (all-masked) stay out of their group's statistics."""
+"""agentrl_grpo: unscorable rollouts (NaN score) get advantage 0 and stay out of their group's statistics."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ def test_unscorable_rollout_does_not_shift_its_siblings():
     index = np.array(["a", "a", "a", "a"], dtype=object)
     full, _ = compute_agentrl_grpo_advantage(rewards, mask, index)
 
-    mask_unscorable = mask.clone()
-    mask_unscorable[3] = 0  # the fourth rollout could not be scored: placeholder 0, every token masked
-    adv, _ = compute_agentrl_grpo_advantage(rewards, mask_unscorable, index)
+    unscorable = rewards.clone()
+    unscorable[3, -1] = float("nan")  # the fourth rollout could not be scored
+    adv, _ = compute_agentrl_grpo_advantage(unscorable, mask, index)
+    assert torch.isfinite(adv).all()
     assert torch.all(adv[3] == 0)
     # statistics over the three scored rollouts only: mean 2/3
     expected = (scores[:3] - scores[:3].mean()) / (scores[:3].std() + 1e-6)

@@ -141,3 +141,22 @@ def test_malformed_row_is_reported_with_file_and_line(tmp_path, demo):
     result = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, timeout=300)
     assert result.returncode == 2
     assert f"{data}:6" in result.stderr and 'no "messages" key' in result.stderr
+
+
+def test_dead_tool_server_makes_rollouts_unscorable_not_zero(tmp_path, demo):
+    """Every rollout's tool server is dead: the step must still train (no NaN), count every rollout as
+    unscorable with the cause, and never record a 0 reward for them."""
+    dead = {"dead": {"command": sys.executable, "args": ["-c", "import sys; sys.exit(3)"], "retries": 1}}
+    config = write_config(tmp_path, demo, tools=dead, max_steps=1, save_every=0)
+    result = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, timeout=1200)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run = tmp_path / "run"
+    rollouts = read_jsonl(run / "rollouts.jsonl")
+    assert rollouts and all(r["unscorable"] and "dead" in r["unscorable"] for r in rollouts)
+    assert all(r["reward"] is None for r in rollouts)
+    metrics = read_jsonl(run / "metrics.jsonl")[-1]
+    assert metrics["unscorable"] == metrics["rollouts"] == len(rollouts)
+    assert metrics["reward_mean"] is None
+    for key in ("loss", "grad_norm", "entropy"):  # a finite update: the unscorable rollouts got advantage 0
+        assert metrics[key] is not None and metrics[key] == metrics[key], key
+    assert "unscorable" in result.stdout
