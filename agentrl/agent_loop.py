@@ -209,10 +209,11 @@ class AgentrlAgentLoop(AgentLoopBase):
                 return
             token_ids = await self._generate(st, sampling_params, request_id, room)
             text = self.tokenizer.decode(token_ids, skip_special_tokens=True)
-            content, calls = await self.parser.extract_tool_calls(token_ids, None)
+            _, calls = await self.parser.extract_tool_calls(token_ids, None)
             step = make_step(text)
             st.steps.append(step)
-            assistant: dict[str, Any] = {"role": "assistant", "content": content or ""}
+            # the parser's content keeps special tokens (<|im_end|>); the message gets the visible text
+            assistant: dict[str, Any] = {"role": "assistant", "content": _TOOL_BLOCK.sub("", text).strip()}
             results = _malformed_calls(text)
             if not calls and not results:  # a plain answer: done, unless a simulated user replies
                 st.messages.append({"role": "assistant", "content": text})

@@ -19,7 +19,7 @@ from typing import Any
 from agentrl.demo import CALCULATOR_TOOLS
 
 MARKER = "build.json"
-BUILD_VERSION = 1
+BUILD_VERSION = 2
 
 
 def _paths(out_dir: str) -> dict[str, str]:
