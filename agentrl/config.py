@@ -169,7 +169,7 @@ def load_config(path: str | os.PathLike, overrides: list[str] = ()) -> tuple[Age
     base = path.parent.resolve()
     for attr in ("train_data", "val_data"):
         value = getattr(settings, attr)
-        if value and not os.path.isabs(value):
+        if value and value != "demo" and not os.path.isabs(value):
             setattr(settings, attr, str(base / value))
     if settings.model != "demo" and not os.path.isabs(settings.model) and (base / settings.model).exists():
         settings.model = str(base / settings.model)

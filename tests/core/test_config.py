@@ -69,3 +69,8 @@ def test_hydra_values():
     assert hydra_value(["a", 1]) == "[a,1]"
     assert hydra_value("/tmp/x y") == "'/tmp/x y'"
     assert hydra_value("a'b") == "'a\\'b'"
+
+
+def test_demo_keeps_its_name(tmp_path):
+    settings, _, _ = load_config(write(tmp_path, BASE.replace("data.jsonl", "demo")))
+    assert settings.model == "demo" and settings.train_data == "demo"
