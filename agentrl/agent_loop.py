@@ -130,7 +130,7 @@ class AgentrlAgentLoop(AgentLoopBase):
         self.parser = ToolParser.get_tool_parser(self.agent["tool_parser"], self.tokenizer)
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
-        started = time.perf_counter()
+        started, wall_started = time.perf_counter(), time.time()
         row = json.loads(kwargs["extra_info"]["agentrl_row"])
         item = make_item(row["messages"], row.get("metadata"), id=row["id"], source=row.get("source"))
         rollout_id = f"r-{uuid.uuid4().hex[:16]}"
@@ -177,6 +177,7 @@ class AgentrlAgentLoop(AgentLoopBase):
             "step": st.versions.get("global_steps", _last_versions["global_steps"]), "messages": messages, "trajectory": unwrap(steps),
             "tool_calls": st.tool_calls, "user_turns": st.user_turns, "reward": score, "components": components,
             "unscorable": unscorable, "stop_reason": st.stop_reason, "response_tokens": len(response_ids),
+            "started_at": round(wall_started, 3), "finished_at": round(time.time(), 3),
             "seconds": round(time.perf_counter() - started, 4), "model_seconds": round(st.model_seconds, 4),
             "tool_seconds": round(st.tool_seconds, 4), "reward_seconds": round(reward_seconds, 4),
             "validation": bool(kwargs.get("validate", False)),
