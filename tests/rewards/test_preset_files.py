@@ -55,10 +55,6 @@ def test_unmodified_preset_file_runs_in_process_but_edited_one_in_the_sandbox(tm
 
 def test_edited_math_preset_runs_in_the_sandbox(tmp_path):
     sandbox_or_skip()
-    from agentrl.sandbox import policy
-
-    if "agentrl" not in policy.ALLOWED_IMPORTS:
-        pytest.skip("the sandbox does not allow importing the agentrl.rewards helpers yet (see SANDBOX_IMPORTS)")
     path = tmp_path / "reward.py"
     path.write_text(preset_source("math").replace("TOLERANCE = 1e-6", "TOLERANCE = 1e-3"))
     reward = load_reward(str(path))
