@@ -79,6 +79,7 @@ def prepare(config_path: str, overrides: list[str]) -> dict[str, Any]:
     if not run_dir.is_absolute():
         run_dir = Path.cwd() / run_dir
     _check_writable(run_dir)
+    lock = _lock_run_dir(run_dir)  # before anything in the run directory is rewritten
 
     from agentrl.rewards import RewardSet
 
@@ -123,7 +124,7 @@ def prepare(config_path: str, overrides: list[str]) -> dict[str, Any]:
     resolved = {"agentrl": {**settings.model_dump(), "model": model_path}, "verl_overrides": verl_overrides,
                 "source": str(Path(config_path).resolve()), "command_line_overrides": list(overrides)}
     (run_dir / "config.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False))
-    return {"run_dir": run_dir, "overrides": verl_overrides, "total_steps": min(total, settings.max_steps or total),
+    return {"run_dir": run_dir, "lock": lock, "overrides": verl_overrides, "total_steps": min(total, settings.max_steps or total),
             "cpu": cpu, "rows": n_train, "settings": settings}
 
 
@@ -152,9 +153,32 @@ def _stop(proc: subprocess.Popen, grace: float = 30.0) -> None:
         pass
 
 
+def _die_with_parent() -> None:
+    """In the verl child: get SIGINT if the agentrl process dies (kill -9 included), so verl and Ray stop too."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGINT)
+
+
+def _lock_run_dir(run_dir: Path):
+    """One trainer per run directory: a second `agentrl train` on it fails instead of interleaving files."""
+    import fcntl
+
+    handle = open(run_dir / ".agentrl.lock", "w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise RunError(f"another `agentrl train` is already running in {run_dir}; wait for it, stop it, "
+                       f"or set agentrl.run_dir to another folder") from None
+    return handle
+
+
 def train(config_path: str, overrides: list[str], out=sys.stdout) -> int:
     plan = prepare(config_path, overrides)
     run_dir: Path = plan["run_dir"]
+    lock = plan["lock"]
     attempt = _attempt_number(run_dir)
     resume = run_metrics.last_complete_checkpoint(run_dir)
     if resume:
@@ -167,7 +191,7 @@ def train(config_path: str, overrides: list[str], out=sys.stdout) -> int:
     log = open(run_dir / "training.log", "ab", buffering=0)
     log.write(f"\n===== attempt {attempt} {time.strftime('%Y-%m-%d %H:%M:%S')} =====\n".encode())
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(run_dir),
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_die_with_parent)
     watcher = run_metrics.Watcher(run_dir, attempt, plan["total_steps"], out=out)
     interrupted = False
     try:
@@ -183,6 +207,7 @@ def train(config_path: str, overrides: list[str], out=sys.stdout) -> int:
         _stop(proc)
         watcher.poll()
         log.close()
+    lock.close()
     if interrupted:
         return 130
     if proc.returncode != 0:

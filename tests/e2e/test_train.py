@@ -160,3 +160,37 @@ def test_dead_tool_server_makes_rollouts_unscorable_not_zero(tmp_path, demo):
     for key in ("loss", "grad_norm", "entropy"):  # a finite update: the unscorable rollouts got advantage 0
         assert metrics[key] is not None and metrics[key] == metrics[key], key
     assert "unscorable" in result.stdout
+
+
+def test_one_trainer_per_run_directory(tmp_path, demo):
+    """A second `agentrl train` on a run directory in use fails before touching it."""
+    import fcntl
+
+    config = write_config(tmp_path, demo)
+    run = tmp_path / "run"
+    run.mkdir()
+    with open(run / ".agentrl.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        result = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2
+    assert "already running" in result.stderr
+    assert not (run / "config.yaml").exists()
+
+
+def test_kill_9_then_resume(tmp_path, demo):
+    """`kill -9` of agentrl (no chance to clean up): verl and Ray must still go, and a rerun resumes."""
+    config = write_config(tmp_path, demo, max_steps=2)
+    run = tmp_path / "run"
+    proc = subprocess.Popen(AGENTRL + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    wait_for((run / "checkpoint_status.json").exists, 900, proc)
+    proc.kill()
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 120
+    while ray_processes() and time.monotonic() < deadline:
+        time.sleep(2)
+    assert ray_processes() == [], "verl and Ray outlived a killed agentrl"
+    second = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, timeout=1200)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "resuming" in second.stdout
+    assert json.loads((run / "checkpoint_status.json").read_text())["step"] == 2
