@@ -58,13 +58,26 @@ def fresh_call(read: list[str]) -> float:
 TICK = os.sysconf("SC_CLK_TCK")
 
 
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            todo += [int(c) for c in open(f"/proc/{p}/task/{p}/children").read().split()]
+        except OSError:
+            pass
+    return out
+
+
 def cpu_seconds(pids: list[int]) -> float:
-    """CPU of this process, its reaped children, and the given processes with their reaped children."""
+    """CPU of this process and its reaped children, plus the given processes, their live descendants (a
+    zygote's forking templates) and everything those reaped (the per-call children)."""
     total = 0.0
     for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
         ru = resource.getrusage(who)
         total += ru.ru_utime + ru.ru_stime
-    for pid in pids:
+    for pid in {d for p in pids for d in _descendants(p)}:
         try:
             fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
             total += sum(int(x) for x in fields[11:15]) / TICK

@@ -152,7 +152,8 @@ class Sandbox:
             confirm("landlock_fs", not leaks and probe.get("write_scratch") and not probe.get("write_outside"),
                     "readable: " + (", ".join(leaks) or "none of /etc/shadow, /etc/passwd, /root, /work") +
                     f"; write outside scratch {'possible' if probe.get('write_outside') else 'denied'}")
-            confirm("pid_ns", probe.get("pid") == 1, f"pid {probe.get('pid')}")
+            confirm("pid_ns", probe.get("ppid") == 1, f"pid {probe.get('pid')}, parent pid {probe.get('ppid')} "
+                    "(the template, init of the namespace)")
             confirm("env_empty", not probe.get("env"), f"variables seen: {probe.get('env') or 'none'}")
             checks["no_new_privs"] = Check(bool(probe.get("no_new_privs")), "prctl(PR_GET_NO_NEW_PRIVS)")
             checks["no_unshare"] = Check(not probe.get("unshare"), "unshare() from inside " +

@@ -1,4 +1,4 @@
-"""What runs inside a forked child: lock the process down, then run a grader or model code.
+"""What runs inside a forked child of a locked template (template.py): a grader or model code.
 
 Everything here runs in the untrusted process, so nothing it reports is believed as is: the
 trusted side re-validates grader values and decides test verdicts itself.
@@ -10,7 +10,6 @@ import builtins
 import io
 import json
 import os
-import signal
 import sys
 import traceback
 
@@ -20,37 +19,11 @@ from .protocol import to_tagged, write_all
 RESULT_FD = 3
 
 
-def lock_down(*, fds: tuple[int, int, int, int], ruleset_fd: int | None, seccomp: bytes | None, uid: int | None,
-              cpu_s: int, address_space: int, fsize: int, nproc: int, scratch: str, env: dict[str, str],
-              stdio: bool = False) -> None:
-    """Irreversibly confine this (already forked) process. Order matters: limits and Landlock need
-    root or no_new_privs, the uid drop must precede the parent-death signal, seccomp comes last."""
-    os.setsid()
-    from . import results
-    results.INSIDE = True
-    import fcntl
-    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 1000 + i) for i, fd in enumerate(fds)]
-    for target, fd in enumerate(high):
-        os.dup2(fd, target)
-    harden.set_limits(cpu_s=cpu_s, address_space=address_space, fsize=fsize, nproc=nproc)
-    harden.prctl(harden.PR_SET_NO_NEW_PRIVS, 1)
-    if ruleset_fd is not None:
-        harden.landlock_restrict(ruleset_fd)
-    if uid is not None:
-        harden.drop_privileges(uid)
-    harden.prctl(harden.PR_SET_PDEATHSIG, signal.SIGKILL)
-    os.closerange(RESULT_FD + 1, 1 << 16)
-    os.chdir(scratch)
-    os.umask(0o077)
-    os.environ.clear()
-    os.environ.update(env)
-    os.environ.update({"HOME": scratch, "TMPDIR": scratch})
-    if seccomp is not None:
-        harden.seccomp_install(seccomp)
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGALRM):
-        signal.signal(sig, signal.SIG_DFL)
-    if not stdio:
-        return
+ENV: dict[str, str] = {}  # the variables a grader declared, read by its getenv()
+
+
+def use_stdio() -> None:
+    """Python-level stdin/stdout/stderr on the call's descriptors 0, 1 and 2 (model code)."""
     sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), errors="replace")
     sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), errors="backslashreplace")
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), errors="backslashreplace", write_through=True)
@@ -95,17 +68,17 @@ def encode_grade_value(value) -> dict:
     return {"bad": str(name)[:80] if isinstance(name, str) else "?"}
 
 
-def run_grader(code, filename: str, source: str, payload: bytes, env: dict[str, str], network: bool = False) -> None:
+def run_grader(code, filename: str, source: str, payload: bytes, network: bool, glb: dict) -> None:
+    """`glb`: the grader globals the template built once (this process is a private copy)."""
     from agentrl.trajectory import wrap
 
-    from .policy import grader_globals, user_traceback
+    from .policy import user_traceback
     try:
         data = json.loads(payload)
         sample, item = wrap(data["sample"]), wrap(data["item"])
     except (RecursionError, MemoryError, ValueError, KeyError, TypeError) as e:
         _send({"input_error": f"{type(e).__name__}: {str(e)[:300]}"})
         return
-    glb = grader_globals(filename, env.get, network)
     try:
         exec(code, glb)
         grade = glb.get("grade")
@@ -189,7 +162,7 @@ def run_assert(code: str, test: str, nonce: str) -> None:
 def self_test(probe_port: int | None) -> None:
     """Measure, from inside, what the lock-down achieved. Reported by the zygote at start."""
     import socket
-    out = {"uid": os.getuid(), "euid": os.geteuid(), "pid": os.getpid()}
+    out = {"uid": os.getuid(), "euid": os.geteuid(), "pid": os.getpid(), "ppid": os.getppid()}
     out["no_new_privs"] = harden.prctl(harden.PR_GET_NO_NEW_PRIVS) == 1
     out["seccomp_mode"] = harden.prctl(harden.PR_GET_SECCOMP)
     for key, path in (("read_shadow", "/etc/shadow"), ("read_passwd", "/etc/passwd"), ("read_root", "/root"),
@@ -221,11 +194,6 @@ def self_test(probe_port: int | None) -> None:
         out["network"] = True
     except OSError:
         out["network"] = False
-    try:
-        os.kill(1 if os.getpid() != 1 else os.getppid() or 1, 0)
-        out["signal_outside"] = os.getpid() != 1
-    except OSError:
-        out["signal_outside"] = False
     try:
         harden.unshare(harden.CLONE_NEWNS)
         out["unshare"] = True

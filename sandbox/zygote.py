@@ -1,28 +1,36 @@
-"""A pre-started, pre-hardened worker. Run as `python -I -m agentrl.sandbox.zygote <kind> <uid> <network>`.
+"""A pre-started worker. Run as `python -I -m agentrl.sandbox.zygote <kind> <uid> <network>`.
 
-At start it enters its own mount, network, IPC and UTS namespaces, mounts a private tmpfs (scratch space) on its own directory under /tmp,
-makes the interpreter readable to an unprivileged uid, imports the heavy modules once and builds the
-Landlock ruleset. Per call it forks: the child becomes pid 1 of a fresh pid namespace (so every
-process it starts dies with it), locks itself down (child.lock_down) and runs the job. The zygote
-enforces wall time by SIGKILL from outside, caps what it reads, and replies to the host.
+At start it enters its own mount, network, IPC and UTS namespaces, mounts a private tmpfs (scratch space) on
+its own directory under /tmp, makes the interpreter readable to an unprivileged uid, imports the heavy
+modules once and builds the Landlock ruleset. It then forks a template (template.py) for each set of declared
+read paths: pid 1 of a fresh pid namespace, locked down once, forking one child per call. The zygote stays
+privileged and trusted: it makes each call's pipes, sends the job to the template, reads the results with
+caps, kills a template that overstays, empties the scratch dir and replies to the host.
 """
 
 from __future__ import annotations
 
 import gc
+import hashlib
+import json
 import os
 import select
 import shutil
 import signal
+import socket
 import stat
 import sys
 import time
 import traceback
 
 from . import harden
+from . import template as template_mod
 from .protocol import encode, read_msg, write_all
 
 RESULT_CAP = 1 << 20
+TEMPLATES_MAX = 8   # one per distinct set of declared read paths; the least recently used goes first
+BACKSTOP_S = 3.0    # past a call's timeout, a template that has not reported is killed
+PAGE = os.sysconf("SC_PAGE_SIZE")
 SHARED_DIRS = ("/tmp", "/var/tmp", "/run", "/dev/shm")
 
 
@@ -50,6 +58,7 @@ class Zygote:
         self.abi = 0
         self.null: int | None = None
         self.overlays: dict[str, int] = {}
+        self.templates: dict[tuple, _Template] = {}
         # Exists only in the zygote's mount namespace (inside its own /tmp): a size-capped tmpfs.
         self.private = f"/tmp/agentrl-sandbox-{uid}"
         self.scratch = self.private + "/scratch"
@@ -210,76 +219,122 @@ class Zygote:
         if os.geteuid() == 0 and st.st_uid != self.uid:
             os.chown(self.scratch, self.uid, self.uid)
 
+    # ------------------------------------------------------------ templates
+    def template(self, read_paths: tuple[str, ...]) -> "_Template":
+        tpl = self.templates.pop(read_paths, None)
+        if tpl is None:
+            while len(self.templates) >= TEMPLATES_MAX:
+                self.templates.pop(next(iter(self.templates))).stop()
+            tpl = self._start_template(read_paths)
+        self.templates[read_paths] = tpl  # most recently used last
+        return tpl
+
+    def _start_template(self, read_paths: tuple[str, ...]) -> "_Template":
+        from . import template
+        self.fresh_scratch()  # first: a ruleset grants nothing on a path that does not exist yet
+        ruleset = self.ruleset(read_paths)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        if self.pidns_fd is not None:
+            harden.unshare(harden.CLONE_NEWPID)  # the next fork is pid 1 of a new pid namespace
+        try:
+            pid = os.fork()
+        except BaseException:
+            if self.pidns_fd is not None:
+                harden.setns(self.pidns_fd, harden.CLONE_NEWPID)
+            ours.close()
+            theirs.close()
+            raise
+        if pid == 0:
+            template.main(theirs.fileno(), ruleset, kind=self.kind, network=self.network,
+                          uid=self.uid if os.geteuid() == 0 else None, scratch=self.scratch, seccomp=self.seccomp,
+                          pidns=self.pidns_fd is not None)
+        if self.pidns_fd is not None:
+            harden.setns(self.pidns_fd, harden.CLONE_NEWPID)
+        theirs.close()
+        return _Template(pid, ours)
+
     # ------------------------------------------------------------ one call
-    def run(self, job, *, timeout: float, memory_mb: int, read_paths=(), env=None, stdin: bytes | None = None,
-            out_cap: int = 0, err_cap: int = 0, nproc: int = 16, fsize_mb: int = 64, stdio: bool = False) -> dict:
+    def run(self, req: dict, blobs: list[bytes], *, timeout: float, memory_mb: int, read_paths=(), env=None,
+            stdin: bytes | None = None, out_cap: int = 0, err_cap: int = 0, nproc: int = 16, fsize_mb: int = 64,
+            grader: tuple[str, bytes] | None = None) -> tuple[dict, list[bytes]]:
+        """Send one job to the template for `read_paths`, which forks the child that runs it; read the
+        child's result and output here, with caps. `grader`: (digest, source) of grader code."""
+        tpl = self.template(tuple(read_paths))
         self.fresh_scratch()
         if self.null is None:
             self.null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
         r_res, w_res = os.pipe()
         r_out, w_out = os.pipe() if out_cap else (None, os.dup(self.null))
         r_err, w_err = os.pipe() if err_cap else (None, os.dup(self.null))
-        if stdin:
-            w_in = os.memfd_create("stdin")
-            write_all(w_in, stdin)
-            os.lseek(w_in, 0, os.SEEK_SET)
-        else:
-            w_in = os.dup(self.null)
-        ruleset = self.ruleset(tuple(read_paths))
-        limits = dict(cpu_s=int(timeout) + 1, address_space=harden.vm_size() + memory_mb * (1 << 20),
-                      fsize=fsize_mb << 20, nproc=nproc)
-        if self.pidns_fd is not None:
-            harden.unshare(harden.CLONE_NEWPID)
+        w_in = _memfd("stdin", stdin) if stdin else os.dup(self.null)
+        fds = [w_in, w_out, w_err, w_res, _memfd("job", encode({}, blobs))]
+        if grader is not None:
+            digest, source = grader
+            if digest not in tpl.known:
+                if len(tpl.known) >= template_mod.CACHE_MAX:
+                    tpl.known.clear()
+                    req["flush"] = True
+                fds.append(_memfd("source", encode({}, [source])))
+                tpl.known.add(digest)
+            req["key"] = digest
         try:
-            pid = os.fork()
-        except BaseException:
-            if self.pidns_fd is not None:
-                harden.setns(self.pidns_fd, harden.CLONE_NEWPID)
-            for fd in (r_res, w_res, r_out, w_out, r_err, w_err, w_in):
+            req.update(timeout=float(timeout), env=dict(env or {}), limits={
+                "cpu_s": int(timeout) + 1, "address_space": tpl.vm_size() + memory_mb * (1 << 20),
+                "fsize": fsize_mb << 20, "nproc": nproc})
+            socket.send_fds(tpl.sock, [json.dumps(req).encode()], fds)
+        except OSError as e:  # the template died between calls (killed from outside)
+            self.templates.pop(tuple(read_paths), None)
+            tpl.stop()
+            for fd in (r_res, r_out, r_err):
                 if fd is not None:
                     os.close(fd)
-            raise
-        if pid and self.pidns_fd is not None:
-            harden.setns(self.pidns_fd, harden.CLONE_NEWPID)
-        if pid == 0:
-            try:
-                from .child import lock_down
-                lock_down(fds=(w_in, w_out, w_err, w_res), ruleset_fd=ruleset, seccomp=self.seccomp,
-                          uid=self.uid if os.geteuid() == 0 else None, scratch=self.scratch, env=dict(env or {}), stdio=stdio, **limits)
-                job()
-            except BaseException:  # noqa: BLE001
-                try:
-                    traceback.print_exc(file=sys.stderr)
-                finally:
-                    os._exit(121)
-            os._exit(0)
-        for fd in (w_res, w_out, w_err, w_in):
-            os.close(fd)
-        return self._collect(pid, timeout, r_res, r_out, r_err, out_cap, err_cap)
+            return {"error": f"sandbox template was gone ({e}); it is restarted for the next call"}, []
+        finally:
+            for fd in fds:
+                os.close(fd)
+        status, got = self._collect(tpl, timeout, r_res, r_out, r_err, out_cap, err_cap)
+        if not tpl.alive:
+            self.templates.pop(tuple(read_paths), None)
+        return status, got
 
-    def _collect(self, pid, timeout, r_res, r_out, r_err, out_cap, err_cap) -> dict:
+    def _collect(self, tpl: "_Template", timeout, r_res, r_out, r_err, out_cap, err_cap):
         start = time.monotonic()
-        deadline = start + timeout
-        pidfd = os.pidfd_open(pid)
+        backstop = start + timeout + BACKSTOP_S  # the template kills at `timeout`; this is if it does not
         bufs = {r_res: bytearray(), r_out: bytearray(), r_err: bytearray()}
         caps = {r_res: RESULT_CAP, r_out: out_cap, r_err: err_cap}
         open_fds = [fd for fd in (r_res, r_out, r_err) if fd is not None]
+        sock_fd, pidfd = tpl.sock.fileno(), tpl.pidfd
+        watched = set(open_fds) | {sock_fd, pidfd}
         poller = select.poll()
-        for fd in open_fds + [pidfd]:
+        for fd in watched:
             poller.register(fd, select.POLLIN)
-        timed_out, overflow, exited_at = False, None, None
-        while open_fds or exited_at is None:
+        report, overflow, reported_at, timed_out = None, None, None, False
+        while open_fds or report is None:
             now = time.monotonic()
-            if exited_at is None and now >= deadline and not timed_out:
+            if report is None and now >= backstop and tpl.alive and not timed_out:
                 timed_out = True
-                os.kill(pid, signal.SIGKILL)
-            if exited_at is not None and now - exited_at > 1.0:
-                break  # a descendant outside a pid namespace still holds a pipe: stop listening
-            wait_s = 1.0 if timed_out or exited_at is not None else deadline - now
+                tpl.kill()  # pid 1 of its namespace: everything in it dies too
+            if reported_at is not None and now - reported_at > 1.0:
+                break  # a descendant that escaped the sweep still holds a pipe: stop listening
+            wait_s = 1.0 if reported_at is not None or timed_out else backstop - now
             for fd, _ in poller.poll(max(wait_s, 0.0) * 1000):
+                if fd == sock_fd:
+                    msg = tpl.sock.recv(template_mod.CTRL_MAX)
+                    poller.unregister(fd)
+                    watched.discard(fd)
+                    if msg and report is None:
+                        report = json.loads(msg)
+                        reported_at = time.monotonic()
+                    continue  # an empty read: the template is exiting, its pidfd will say so
                 if fd == pidfd:
-                    exited_at = time.monotonic()
-                    poller.unregister(pidfd)
+                    for w in (sock_fd, pidfd):
+                        if w in watched:
+                            poller.unregister(w)
+                            watched.discard(w)
+                    code = tpl.reap()
+                    if report is None:
+                        report = {"exit": code, "template_died": True}
+                        reported_at = time.monotonic()
                     continue
                 data = os.read(fd, 65536)
                 if not data:
@@ -293,58 +348,104 @@ class Zygote:
                 elif len(buf) > caps[fd] and not overflow:
                     overflow = "result" if fd == r_res else "stdout"
                     del buf[caps[fd]:]
-                    os.kill(pid, signal.SIGKILL)
+                    tpl.send_kill()
                 elif overflow:
                     del buf[caps[fd]:]
-        _, status = os.waitpid(pid, 0)
-        os.close(pidfd)
         for fd in (r_res, r_out, r_err):
             if fd is not None:
                 os.close(fd)
         self.fresh_scratch()
-        code = os.waitstatus_to_exitcode(status)
-        return {"exit": code, "timed_out": bool(timed_out), "overflow": overflow,
-                "elapsed": time.monotonic() - start}, [bytes(bufs[r_res]), bytes(bufs[r_out]), bytes(bufs[r_err])]
+        report = report or {}
+        status = {"exit": report.get("exit"), "timed_out": bool(report.get("timed_out") or timed_out),
+                  "overflow": overflow, "elapsed": time.monotonic() - start}
+        if "error" in report:
+            status["error"] = str(report["error"])[:300]
+        return status, [bytes(bufs[r_res]), bytes(bufs[r_out]), bytes(bufs[r_err])]
 
     # ------------------------------------------------------------ requests
     def handle(self, header: dict, blobs: list[bytes]):
         op = header.get("op")
-        from . import child
         if op == "grade":
             source, payload = blobs[0].decode("utf-8", "replace"), blobs[1]
             filename = str(header.get("filename") or "grader.py")
             key = (filename, source)
-            code = self.compiled.get(key)
-            if code is None:
+            compiled = self.compiled.get(key)
+            if compiled is None:
                 from .policy import GraderSourceError, compile_grader
                 try:
-                    code = compile_grader(source, filename)
+                    compile_grader(source, filename)
+                    error = None
                 except GraderSourceError as e:
-                    code = e
+                    error = str(e)
+                digest = hashlib.sha256(f"{filename}\0{source}".encode("utf-8", "replace")).hexdigest()
                 if len(self.compiled) > 256:
                     self.compiled.clear()
-                self.compiled[key] = code
-            if isinstance(code, Exception):
-                return {"compile_error": str(code)}, []
-            env = header.get("env") or {}
-            return self.run(lambda: child.run_grader(code, filename, source, payload, env, self.network), timeout=header["timeout"],
-                            memory_mb=header["memory_mb"], read_paths=header.get("read_paths") or (), env=env)
+                compiled = self.compiled[key] = (digest, error)
+            digest, error = compiled
+            if error is not None:
+                return {"compile_error": error}, []
+            return self.run({"op": "grade", "filename": filename}, [payload], timeout=header["timeout"],
+                            memory_mb=header["memory_mb"], read_paths=header.get("read_paths") or (),
+                            env=header.get("env") or {}, grader=(digest, blobs[0]))
         if op == "test":
-            code = blobs[0].decode("utf-8", "replace")
-            mode = header["mode"]
-            if mode == "stdio":
-                job = lambda: child.run_stdio(code)  # noqa: E731
-            elif mode == "probe":
-                job = lambda: child.run_probe(code, blobs[1].decode())  # noqa: E731
-            else:
-                job = lambda: child.run_assert(code, blobs[1].decode(), header["nonce"])  # noqa: E731
-            return self.run(job, timeout=header["timeout"], memory_mb=header["memory_mb"], stdin=blobs[2],
-                            out_cap=header["out_cap"], err_cap=8192, nproc=header.get("nproc", 16), stdio=True)
+            req = {"op": "test", "mode": header["mode"], "nonce": header.get("nonce")}
+            return self.run(req, [blobs[0], blobs[1]], timeout=header["timeout"], memory_mb=header["memory_mb"],
+                            stdin=blobs[2], out_cap=header["out_cap"], err_cap=8192, nproc=header.get("nproc", 16))
         if op == "selftest":
-            return self.run(lambda: child.self_test(header.get("port")), timeout=5, memory_mb=256, err_cap=8192)
+            return self.run({"op": "selftest", "port": header.get("port")}, [], timeout=5, memory_mb=256,
+                            err_cap=8192)
         if op == "ping":
             return {"pong": os.getpid()}, []
         return {"error": f"unknown op {op!r}"}, []
+
+
+class _Template:
+    """The zygote's handle on one template process (template.py)."""
+
+    def __init__(self, pid: int, sock: socket.socket) -> None:
+        self.pid, self.sock = pid, sock
+        self.pidfd = os.pidfd_open(pid)
+        self.known: set[str] = set()  # digests of the grader sources this template has compiled
+        self.alive = True
+
+    def vm_size(self) -> int:
+        """Its address space now: a child starts with the same, and gets `memory_mb` on top."""
+        with open(f"/proc/{self.pid}/statm", "rb") as f:
+            return int(f.read().split()[0]) * PAGE
+
+    def send_kill(self) -> None:
+        try:
+            self.sock.send(b'{"op": "kill"}')
+        except OSError:
+            self.kill()
+
+    def kill(self) -> None:
+        if self.alive:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def reap(self) -> int:
+        """Wait for the (dying) template; its exit code."""
+        if not self.alive:
+            return -9
+        _, status = os.waitpid(self.pid, 0)
+        self.alive = False
+        os.close(self.pidfd)
+        self.sock.close()
+        return os.waitstatus_to_exitcode(status)
+
+    def stop(self) -> None:
+        self.kill()
+        self.reap()
+
+
+def _memfd(name: str, data: bytes) -> int:
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    write_all(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def main() -> None:
