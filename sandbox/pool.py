@@ -30,6 +30,8 @@ class Worker:
 
     def start(self) -> None:
         env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "LANG": "C.UTF-8"}
+        if os.environ.get("AGENTRL_SANDBOX_FORKSERVER"):  # "python": run the templates' loop without the C part
+            env["AGENTRL_SANDBOX_FORKSERVER"] = os.environ["AGENTRL_SANDBOX_FORKSERVER"]
         stderr = None if os.environ.get("AGENTRL_SANDBOX_DEBUG") else subprocess.DEVNULL
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-m", "agentrl.sandbox.zygote", self.kind, str(self.uid), "1" if self.network else "0"],

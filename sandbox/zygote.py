@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import marshal
 import os
 import select
 import shutil
@@ -86,7 +87,8 @@ class Zygote:
             self.pidns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
             harden.unshare(harden.CLONE_NEWPID)
             harden.setns(self.pidns_fd, harden.CLONE_NEWPID)
-            self.note("pid_ns", True, "each call is pid 1 of its own pid namespace: all its processes die with it")
+            self.note("pid_ns", True, "calls run under a template that is pid 1 of its own pid namespace: it kills "
+                      "every process a call started before it reports")
         except OSError as e:
             self.pidns_fd = None
             self.note("pid_ns", False, f"{e}; leftover processes are killed by uid instead")
@@ -109,6 +111,10 @@ class Zygote:
         self.note("rlimits", True, "CPU, address space, file size, processes, open files, core=0")
         self.note("cgroups", False, "not used: per-slot uid + RLIMIT_NPROC + pid namespace bound processes, "
                   "RLIMIT_AS bounds memory")
+        loop = template_mod.fast_path()
+        self.note("fork_loop", True, "per-call loop of the templates in C (_forkserver)" if loop == "C" else
+                  "per-call loop of the templates in Python (the _forkserver extension is not built or is "
+                  "switched off by AGENTRL_SANDBOX_FORKSERVER=python): same isolation, fewer calls per second")
         self.note("env_empty", True, "child environment holds only the declared variables (+HOME/TMPDIR=scratch)")
         from .policy import preimport
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -267,21 +273,28 @@ class Zygote:
         r_out, w_out = os.pipe() if out_cap else (None, os.dup(self.null))
         r_err, w_err = os.pipe() if err_cap else (None, os.dup(self.null))
         w_in = _memfd("stdin", stdin) if stdin else os.dup(self.null)
-        fds = [w_in, w_out, w_err, w_res, _memfd("job", encode({}, blobs))]
+        job = marshal.dumps(list(blobs))
+        fds = [w_in, w_out, w_err, w_res, _memfd("job", job)]
+        req["job_len"] = len(job)
+        need_py = False
         if grader is not None:
             digest, source = grader
-            if digest not in tpl.known:
+            if digest not in tpl.known:  # the template compiles it once (it has no code of its own yet)
                 if len(tpl.known) >= template_mod.CACHE_MAX:
                     tpl.known.clear()
                     req["flush"] = True
-                fds.append(_memfd("source", encode({}, [source])))
+                src = marshal.dumps(source)
+                fds.append(_memfd("source", src))
+                req["src_len"] = len(src)
                 tpl.known.add(digest)
+                need_py = True
             req["key"] = digest
+        req["env"] = dict(env or {})
         try:
-            req.update(timeout=float(timeout), env=dict(env or {}), limits={
-                "cpu_s": int(timeout) + 1, "address_space": tpl.vm_size() + memory_mb * (1 << 20),
-                "fsize": fsize_mb << 20, "nproc": nproc})
-            socket.send_fds(tpl.sock, [json.dumps(req).encode()], fds)
+            data = template_mod.pack(req, need_py=need_py, timeout=float(timeout), cpu_s=int(timeout) + 1,
+                                     address_space=tpl.vm_size() + memory_mb * (1 << 20), fsize=fsize_mb << 20,
+                                     nproc=nproc)
+            socket.send_fds(tpl.sock, [data], fds)
         except OSError as e:  # the template died between calls (killed from outside)
             self.templates.pop(tuple(read_paths), None)
             tpl.stop()
@@ -384,11 +397,15 @@ class Zygote:
             digest, error = compiled
             if error is not None:
                 return {"compile_error": error}, []
-            return self.run({"op": "grade", "filename": filename}, [payload], timeout=header["timeout"],
+            try:  # decoded here, where it costs no copy-on-write faults; the child reads it with marshal
+                payload = json.loads(payload)
+            except (ValueError, RecursionError, MemoryError):
+                pass  # the child decodes the JSON itself and reports what is wrong with it
+            return self.run({"op": "grade", "filename": filename, "reseed": "random" in source}, [payload], timeout=header["timeout"],
                             memory_mb=header["memory_mb"], read_paths=header.get("read_paths") or (),
                             env=header.get("env") or {}, grader=(digest, blobs[0]))
         if op == "test":
-            req = {"op": "test", "mode": header["mode"], "nonce": header.get("nonce")}
+            req = {"op": "test", "mode": header["mode"], "nonce": header.get("nonce"), "reseed": b"random" in blobs[0]}
             return self.run(req, [blobs[0], blobs[1]], timeout=header["timeout"], memory_mb=header["memory_mb"],
                             stdin=blobs[2], out_cap=header["out_cap"], err_cap=8192, nproc=header.get("nproc", 16))
         if op == "selftest":
@@ -415,7 +432,7 @@ class _Template:
 
     def send_kill(self) -> None:
         try:
-            self.sock.send(b'{"op": "kill"}')
+            self.sock.send(template_mod.KILL)
         except OSError:
             self.kill()
 

@@ -9,7 +9,8 @@ PY="${PYTHON:-python3.11}"
 command -v "$PY" >/dev/null 2>&1 || PY=python3
 STAMP="$VENV/.agentrl-install"
 # Everything that decides what gets installed; a change to any of these re-runs the install.
-WANT=$(cat pyproject.toml plugins/*/pyproject.toml scripts/install.sh | sha256sum | cut -d' ' -f1)
+# setup.py builds the sandbox's C fork loop (sandbox/_forkserver.c) into the editable install.
+WANT=$(cat pyproject.toml setup.py sandbox/_forkserver.c plugins/*/pyproject.toml scripts/install.sh | sha256sum | cut -d' ' -f1)
 
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$VENV/bin/agentrl" ]; then
   exit 0

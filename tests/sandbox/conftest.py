@@ -9,12 +9,22 @@ from agentrl.sandbox import Sandbox
 NORMAL_GRADER = "def grade(sample, item):\n    return 1.0 if sample.final_answer == item['answer'] else 0.0\n"
 
 
-@pytest.fixture(scope="session")
-def sb():
+@pytest.fixture(scope="session", params=["C", "Python"])
+def sb(request):
+    """Every test runs against both per-call loops of the templates: the C extension (the default) and the
+    pure-Python fallback used where the extension is not built."""
     os.environ["OPENAI_API_KEY"] = "sk-fake-parent-secret"  # must never be visible inside
+    before = os.environ.get("AGENTRL_SANDBOX_FORKSERVER")
+    os.environ["AGENTRL_SANDBOX_FORKSERVER"] = request.param.lower()
     box = Sandbox(size=2)
+    loop = box.isolation_report().fork_loop.reason
+    assert loop.startswith(f"per-call loop of the templates in {request.param} "), loop
     yield box
     box.close()
+    if before is None:
+        os.environ.pop("AGENTRL_SANDBOX_FORKSERVER", None)
+    else:
+        os.environ["AGENTRL_SANDBOX_FORKSERVER"] = before
 
 
 def assert_still_works(box: Sandbox) -> None:

@@ -1,0 +1,299 @@
+/* The template's per-call loop, in C (see template.py for the design and the pure-Python fallback).
+ *
+ * On this VM every page a forked process writes costs a copy-on-write fault, and fork write-protects
+ * every page of the parent again each time. A loop in Python writes some 160 pages of the template
+ * per call (reference counts of every object it touches, allocations in many pools) and the child's
+ * set-up in Python writes another 150. Here the template's side writes a few pages of C stack and one
+ * buffer, and the child comes back to Python with its descriptors and limits already in place.
+ *
+ * serve(sock_fd, pidns, pending=None) -> (what, request, fds)
+ *   Loops receiving requests on the SEQPACKET socket, forking a child per request, waiting for it with
+ *   its wall-time limit, killing what it left and sending the report. It returns to Python only:
+ *   - in a forked child: ("child", json_bytes, []) with fds 0..4 in place, all others closed, the
+ *     call's rlimits set (and its own process group without a pid namespace);
+ *   - in the template, for a request flagged NEED_PY (grader code to compile): ("prepare", request,
+ *     fds); Python prepares and calls serve(sock_fd, pidns, (request, fds)) to run it.
+ * It never returns otherwise: when the zygote closes the socket the process exits.
+ *
+ * A request is a fixed little-endian header (struct req) followed by the marshal-encoded dict for the
+ * Python side (template.pack).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAGIC 0x61726c31u /* "arl1" */
+#define F_NEED_PY 1u
+#define F_KILL 2u
+#define MAX_FDS 8
+#define CALL_FDS 5
+#define FD_FLOOR 100
+#define BUF_SIZE 65536
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
+struct req {
+    uint32_t magic, flags, timeout_ms, pad;
+    uint64_t cpu_s, address_space, fsize, nproc;
+};
+
+static char buf[BUF_SIZE];
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static ssize_t recv_req(int sock, int *fds, int *nfds) {
+    union { char raw[CMSG_SPACE(sizeof(int) * MAX_FDS)]; struct cmsghdr align; } ctrl;
+    struct iovec iov = { buf, sizeof buf };
+    struct msghdr msg = { 0 };
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctrl.raw;
+    msg.msg_controllen = sizeof ctrl.raw;
+    ssize_t n;
+    do {
+        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    } while (n < 0 && errno == EINTR);
+    *nfds = 0;
+    if (n < 0)
+        return n;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+            int k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (int i = 0; i < k; i++) {
+                int fd;
+                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+                if (*nfds < MAX_FDS)
+                    fds[(*nfds)++] = fd;
+                else
+                    close(fd);
+            }
+        }
+    }
+    return n;
+}
+
+static void close_all(int *fds, int nfds) {
+    for (int i = 0; i < nfds; i++)
+        close(fds[i]);
+}
+
+/* In the child: descriptors to 0..4, everything else closed, the call's limits. */
+static int child_setup(int *fds, const struct req *r, int pidns) {
+    int high[CALL_FDS];
+    for (int i = 0; i < CALL_FDS; i++) {
+        high[i] = fcntl(fds[i], F_DUPFD, FD_FLOOR);
+        if (high[i] < 0)
+            return -1;
+    }
+    for (int i = 0; i < CALL_FDS; i++)
+        if (dup2(high[i], i) < 0)
+            return -1;
+    if (syscall(SYS_close_range, CALL_FDS, ~0U, 0) < 0)
+        for (int fd = CALL_FDS; fd < 1024; fd++)
+            close(fd);
+    struct { int res; uint64_t v; } lim[] = {
+        { RLIMIT_CPU, r->cpu_s }, { RLIMIT_AS, r->address_space }, { RLIMIT_FSIZE, r->fsize },
+        { RLIMIT_NPROC, r->nproc } };
+    for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++) {
+        struct rlimit rl = { (rlim_t)lim[i].v, (rlim_t)lim[i].v };
+        if (setrlimit(lim[i].res, &rl) < 0)
+            return -1;
+    }
+    if (!pidns && setpgid(0, 0) < 0)
+        return -1;
+    return 0;
+}
+
+/* Wait for the child; kill it at the deadline or when the zygote says so; then sweep. */
+static int watch(int sock, pid_t pid, uint32_t timeout_ms, int pidns, int *timed_out, int *killed) {
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    double deadline = now_ms() + timeout_ms;
+    *timed_out = *killed = 0;
+    for (;;) {
+        if (pidfd < 0) { /* no pidfd: fall back to a blocking wait, the zygote's backstop covers timeouts */
+            break;
+        }
+        struct pollfd p[2] = { { pidfd, POLLIN, 0 }, { sock, POLLIN, 0 } };
+        int wait = -1;
+        if (!*timed_out && !*killed) {
+            double left = deadline - now_ms();
+            if (left <= 0) {
+                *timed_out = 1;
+                kill(pid, SIGKILL);
+            } else {
+                wait = (int)left + 1;
+            }
+        }
+        int n = poll(p, 2, wait);
+        if (n < 0 && errno != EINTR)
+            break;
+        if (n <= 0)
+            continue;
+        if (p[0].revents)
+            break;
+        if (p[1].revents) {
+            char c[256];
+            ssize_t k = recv(sock, c, sizeof c, 0);
+            if (k == 0) { /* the zygote is gone */
+                kill(pid, SIGKILL);
+                _exit(0);
+            }
+            if (k > 0 && !*killed) {
+                *killed = 1;
+                kill(pid, SIGKILL);
+            }
+        }
+    }
+    if (pidfd >= 0)
+        close(pidfd);
+    if (!pidns)
+        killpg(pid, SIGKILL); /* the (zombie, not yet reaped) child's group */
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (pidns) {
+        /* Every process in this namespace but its init (us); the kernel fails a fork that races it. */
+        if (kill(-1, SIGKILL) == 0 || errno != ESRCH)
+            for (;;) {
+                if (waitpid(-1, NULL, 0) < 0 && errno != EINTR)
+                    break;
+            }
+    } else {
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            ;
+    }
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return -WTERMSIG(status);
+    return -1;
+}
+
+static PyObject *fds_list(int *fds, int nfds) {
+    PyObject *list = PyList_New(nfds);
+    if (!list)
+        return NULL;
+    for (int i = 0; i < nfds; i++)
+        PyList_SET_ITEM(list, i, PyLong_FromLong(fds[i]));
+    return list;
+}
+
+static PyObject *serve(PyObject *self, PyObject *args) {
+    (void)self;
+    int sock, pidns;
+    PyObject *pending = Py_None;
+    if (!PyArg_ParseTuple(args, "ip|O", &sock, &pidns, &pending))
+        return NULL;
+    int fds[MAX_FDS], nfds = 0;
+    ssize_t n = 0;
+    int have_pending = 0;
+    if (pending != Py_None) {
+        PyObject *data, *list;
+        if (!PyArg_ParseTuple(pending, "SO!", &data, &PyList_Type, &list))
+            return NULL;
+        n = PyBytes_GET_SIZE(data);
+        if (n > BUF_SIZE || PyList_GET_SIZE(list) > MAX_FDS) {
+            PyErr_SetString(PyExc_ValueError, "pending request too large");
+            return NULL;
+        }
+        memcpy(buf, PyBytes_AS_STRING(data), n);
+        nfds = (int)PyList_GET_SIZE(list);
+        for (int i = 0; i < nfds; i++)
+            fds[i] = (int)PyLong_AsLong(PyList_GET_ITEM(list, i));
+        have_pending = 1;
+    }
+    for (;;) {
+        if (!have_pending) {
+            n = recv_req(sock, fds, &nfds);
+            if (n == 0)
+                _exit(0); /* the zygote closed the socket */
+            if (n < 0)
+                return PyErr_SetFromErrno(PyExc_OSError);
+        }
+        int resumed = have_pending;
+        have_pending = 0;
+        struct req r;
+        if ((size_t)n < sizeof r) {
+            close_all(fds, nfds);
+            continue;
+        }
+        memcpy(&r, buf, sizeof r);
+        if (r.magic != MAGIC || (r.flags & F_KILL) || nfds < CALL_FDS) { /* a stale kill, or malformed */
+            close_all(fds, nfds);
+            continue;
+        }
+        if ((r.flags & F_NEED_PY) && !resumed) {
+            PyObject *list = fds_list(fds, nfds);
+            if (!list)
+                return NULL;
+            return Py_BuildValue("(sy#N)", "prepare", buf, (Py_ssize_t)n, list);
+        }
+        pid_t pid = fork(); /* GIL held; the template is single-threaded */
+        if (pid == 0) {
+            if (child_setup(fds, &r, pidns) < 0) {
+                char msg[128];
+                int len = snprintf(msg, sizeof msg, "sandbox child set-up failed: %s\n", strerror(errno));
+                if (write(2, msg, len) < 0) {
+                }
+                _exit(121);
+            }
+            return Py_BuildValue("(sy#[])", "child", buf + sizeof r, (Py_ssize_t)(n - sizeof r));
+        }
+        int saved = errno;
+        close_all(fds, nfds);
+        char report[160];
+        int len;
+        if (pid < 0) {
+            len = snprintf(report, sizeof report, "{\"error\": \"fork failed: %s\"}", strerror(saved));
+        } else {
+            int timed_out, killed;
+            int code = watch(sock, pid, r.timeout_ms, pidns, &timed_out, &killed);
+            len = snprintf(report, sizeof report, "{\"exit\": %d, \"timed_out\": %s, \"killed\": %s}", code,
+                           timed_out ? "true" : "false", killed ? "true" : "false");
+        }
+        while (send(sock, report, len, 0) < 0 && errno == EINTR)
+            ;
+    }
+}
+
+static PyMethodDef methods[] = {
+    { "serve", serve, METH_VARARGS, "Run the template's per-call loop; see the module source." },
+    { NULL, NULL, 0, NULL },
+};
+
+static struct PyModuleDef module = { PyModuleDef_HEAD_INIT, "_forkserver", NULL, -1, methods, NULL, NULL, NULL, NULL };
+
+PyMODINIT_FUNC PyInit__forkserver(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (!m)
+        return NULL;
+    if (PyModule_AddIntConstant(m, "MAGIC", MAGIC) < 0 || PyModule_AddIntConstant(m, "F_NEED_PY", F_NEED_PY) < 0 ||
+        PyModule_AddIntConstant(m, "F_KILL", F_KILL) < 0 ||
+        PyModule_AddIntConstant(m, "HEADER_SIZE", sizeof(struct req)) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
