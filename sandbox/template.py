@@ -53,6 +53,7 @@ SOCK_FD = 3          # the template's end of the control socket, after lock-down
 FD_FLOOR = 100       # received descriptors are moved above this before being placed at 0..4
 BLOBS_FD = 4         # in the child: the memfd holding the job's blobs
 CACHE_MAX = 256
+_MAPS = ""
 # A request: this fixed header, then a marshal-encoded dict for the Python side (written by the trusted
 # zygote; marshal decodes with far fewer page writes than json). Same layout as struct req in _forkserver.c.
 HEADER = struct.Struct("<IIIIQQQQ")
@@ -109,6 +110,9 @@ def lock(sock_fd: int, ruleset_fd: int | None, *, uid: int | None, scratch: str,
                        (resource.RLIMIT_MSGQUEUE, 0)):
         resource.setrlimit(res, (value, value))
     harden.prctl(harden.PR_SET_NO_NEW_PRIVS, 1)
+    global _MAPS
+    with open("/proc/self/maps") as f:  # read while /proc is still visible (see Template.serve)
+        _MAPS = f.read()
     if ruleset_fd is not None:
         harden.landlock_restrict(ruleset_fd)
         os.close(ruleset_fd)
@@ -142,6 +146,8 @@ class Template:
     def serve(self) -> None:
         gc.collect()
         gc.freeze()
+        # Huge pages under the heap make each fork and exit cheaper (harden.collapse_to_huge_pages).
+        harden.collapse_to_huge_pages(_MAPS)
         if fast_path() == "C":
             pending = None
             while True:

@@ -265,8 +265,7 @@ class Zygote:
             grader: tuple[str, bytes] | None = None) -> tuple[dict, list[bytes]]:
         """Send one job to the template for `read_paths`, which forks the child that runs it; read the
         child's result and output here, with caps. `grader`: (digest, source) of grader code."""
-        tpl = self.template(tuple(read_paths))
-        self.fresh_scratch()
+        tpl = self.template(tuple(read_paths))  # the scratch dir was emptied after the last call
         if self.null is None:
             self.null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
         r_res, w_res = os.pipe()
@@ -288,6 +287,7 @@ class Zygote:
                 req["src_len"] = len(src)
                 tpl.known.add(digest)
                 need_py = True
+                tpl._vm = None  # read again at the next call, after this compile
             req["key"] = digest
         req["env"] = dict(env or {})
         try:
@@ -423,12 +423,16 @@ class _Template:
         self.pid, self.sock = pid, sock
         self.pidfd = os.pidfd_open(pid)
         self.known: set[str] = set()  # digests of the grader sources this template has compiled
+        self._vm: int | None = None
         self.alive = True
 
     def vm_size(self) -> int:
-        """Its address space now: a child starts with the same, and gets `memory_mb` on top."""
-        with open(f"/proc/{self.pid}/statm", "rb") as f:
-            return int(f.read().split()[0]) * PAGE
+        """Its address space: a child starts with the same, and gets `memory_mb` on top. It grows only
+        when the template compiles grader code, so it is read again after that."""
+        if self._vm is None:
+            with open(f"/proc/{self.pid}/statm", "rb") as f:
+                self._vm = int(f.read().split()[0]) * PAGE
+        return self._vm
 
     def send_kill(self) -> None:
         try:
