@@ -123,6 +123,9 @@ class Zygote:
         import agentrl.trajectory  # noqa: F401
         from . import child, policy  # noqa: F401
         self.base_read = self._read_allowlist()
+        # The template for calls without declared paths (all model code, most graders) starts now, before
+        # this process has read any call's data: its heap, which every child inherits, holds none.
+        self.template(())
 
     def _mounts(self) -> None:
         # Decided before /tmp is covered: the checkout or the virtualenv may live there.

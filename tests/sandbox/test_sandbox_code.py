@@ -156,3 +156,33 @@ def test_host_unix_sockets_unreachable(sb, where):
         server.close()
         os.unlink(path)
         os.rmdir(d)
+
+
+# Model code runs as a child of its worker's template (pid 1 of the call's pid namespace, same uid, same
+# Landlock domain). Each attack prints "ok" when it was refused; the template must still be the same process.
+TEMPLATE_ATTACKS = {
+    "every signal to the template": "import os\nfor s in range(1, 65):\n    try:\n        os.kill(1, s)\n"
+                                    "    except OSError:\n        pass\nprint('ok' if os.getppid() == 1 else 'no init')",
+    "ptrace attach": "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                     "print('ok' if libc.ptrace(16, 1, 0, 0) != 0 else 'attached')",
+    "read its memory through /proc": "try:\n    open('/proc/1/mem', 'rb').read(1)\n    print('read')\n"
+                                     "except OSError:\n    print('ok')",
+    "process_vm_readv": "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nbuf = ctypes.create_string_buffer(8)\n"
+                        "iov = (ctypes.c_void_p * 2)(ctypes.addressof(buf), 8)\n"
+                        "print('ok' if libc.syscall(310, 1, iov, 1, iov, 1, 0) < 0 else 'read')",
+}
+
+
+def _templates(sb) -> set[int]:
+    zygotes = {w.proc.pid for pool in sb._pools.values() for w in pool.workers if w.alive()}
+    out = subprocess.run(["ps", "-eo", "pid=,ppid="], capture_output=True, text=True).stdout
+    return {int(p) for p, pp in (line.split() for line in out.splitlines()) if int(pp) in zygotes}
+
+
+@pytest.mark.parametrize("code", TEMPLATE_ATTACKS.values(), ids=TEMPLATE_ATTACKS.keys())
+def test_the_template_survives_its_children(sb, code):
+    sb.run_tests("print('warm')", [stdio("", "warm")] * 2)  # every worker has its template
+    before = _templates(sb)
+    verdicts = sb.run_tests(code, [stdio("", "ok")] * 4)  # spread over the workers
+    assert [v.kind for v in verdicts] == ["pass"] * 4, verdicts
+    assert before and _templates(sb) == before
