@@ -268,9 +268,31 @@ class Zygote:
             grader: tuple[str, bytes] | None = None) -> tuple[dict, list[bytes]]:
         """Send one job to the template for `read_paths`, which forks the child that runs it; read the
         child's result and output here, with caps. `grader`: (digest, source) of grader code."""
-        tpl = self.template(tuple(read_paths))  # the scratch dir was emptied after the last call
         if self.null is None:
             self.null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
+        key = tuple(read_paths)
+        for attempt in (1, 2):
+            tpl = self.template(key)  # the scratch dir was emptied after the last call
+            try:
+                pipes = self._dispatch(tpl, dict(req), blobs, timeout=timeout, memory_mb=memory_mb, env=env,
+                                       stdin=stdin, out_cap=out_cap, err_cap=err_cap, nproc=nproc,
+                                       fsize_mb=fsize_mb, grader=grader)
+                break
+            except OSError as e:  # the template died between calls (killed from outside): start another
+                self.templates.pop(key, None)
+                code = tpl.stop()
+                if attempt == 2:
+                    why = " (it could not lock itself down)" if code == 121 else ""
+                    return {"error": f"sandbox template exited with code {code}{why}: {e}; set "
+                                     "AGENTRL_SANDBOX_DEBUG=1 to see its error output"}, []
+        status, got = self._collect(tpl, timeout, *pipes, out_cap, err_cap)
+        if not tpl.alive:
+            self.templates.pop(key, None)
+        return status, got
+
+    def _dispatch(self, tpl: "_Template", req: dict, blobs: list, *, timeout, memory_mb, env, stdin, out_cap, err_cap,
+                  nproc, fsize_mb, grader) -> tuple:
+        """Make the call's pipes and send the job with their write ends; returns the read ends."""
         r_res, w_res = os.pipe()
         r_out, w_out = os.pipe() if out_cap else (None, os.dup(self.null))
         r_err, w_err = os.pipe() if err_cap else (None, os.dup(self.null))
@@ -288,9 +310,7 @@ class Zygote:
                 src = marshal.dumps(source)
                 fds.append(_memfd("source", src))
                 req["src_len"] = len(src)
-                tpl.known.add(digest)
                 need_py = True
-                tpl._vm = None  # read again at the next call, after this compile
             req["key"] = digest
         req["env"] = dict(env or {})
         try:
@@ -298,20 +318,18 @@ class Zygote:
                                      address_space=tpl.vm_size() + memory_mb * (1 << 20), fsize=fsize_mb << 20,
                                      nproc=nproc)
             socket.send_fds(tpl.sock, [data], fds)
-        except OSError as e:  # the template died between calls (killed from outside)
-            self.templates.pop(tuple(read_paths), None)
-            tpl.stop()
+        except BaseException:
             for fd in (r_res, r_out, r_err):
                 if fd is not None:
                     os.close(fd)
-            return {"error": f"sandbox template was gone ({e}); it is restarted for the next call"}, []
+            raise
         finally:
             for fd in fds:
                 os.close(fd)
-        status, got = self._collect(tpl, timeout, r_res, r_out, r_err, out_cap, err_cap)
-        if not tpl.alive:
-            self.templates.pop(tuple(read_paths), None)
-        return status, got
+        if need_py:
+            tpl.known.add(grader[0])
+            tpl._vm = None  # read again at the next call, after this compile
+        return r_res, r_out, r_err
 
     def _collect(self, tpl: "_Template", timeout, r_res, r_out, r_err, out_cap, err_cap):
         start = time.monotonic()
@@ -460,9 +478,9 @@ class _Template:
         self.sock.close()
         return os.waitstatus_to_exitcode(status)
 
-    def stop(self) -> None:
+    def stop(self) -> int:
         self.kill()
-        self.reap()
+        return self.reap()
 
 
 def _memfd(name: str, data: bytes) -> int:

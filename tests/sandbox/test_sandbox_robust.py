@@ -76,6 +76,53 @@ def test_worker_killed_mid_call_is_an_error_not_zero(sb):
     assert_still_works(sb)
 
 
+def _templates_of(pool) -> list[int]:
+    pids = []
+    for w in pool.workers:
+        if w.alive():
+            pids += [int(p) for p in open(f"/proc/{w.proc.pid}/task/{w.proc.pid}/children").read().split()]
+    return pids
+
+
+def test_template_killed_between_calls_is_replaced(sb):
+    """A template killed from outside (OOM killer, an operator) costs no call: the next one starts a new one."""
+    pool = sb._pool("grader")
+    for _ in range(len(pool.workers)):
+        assert sb.run_grader(NORMAL_GRADER, "g.py", {"final_answer": "4"}, {"answer": "4"}) == 1.0
+    before = _templates_of(pool)
+    assert before
+    for pid in before:
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(0.2)
+    for _ in range(2 * len(pool.workers)):
+        assert sb.run_grader(NORMAL_GRADER, "g.py", {"final_answer": "4"}, {"answer": "4"}) == 1.0
+    after = _templates_of(pool)
+    assert after and not set(after) & set(before)
+
+
+def test_template_killed_mid_call_is_an_error_not_zero(sb):
+    pool = sb._pool("grader")
+    pool.ensure_started()
+    result = {}
+
+    def call():
+        try:
+            result["value"] = sb.run_grader("def grade(sample, item):\n    while True:\n        pass\n", "slow.py",
+                                            {}, {}, timeout=8.0)
+        except SandboxError as e:
+            result["error"] = e
+
+    t = threading.Thread(target=call)
+    t.start()
+    time.sleep(1.0)
+    for pid in _templates_of(pool):  # the busy one among them dies with its child
+        os.kill(pid, signal.SIGKILL)
+    t.join()
+    assert "value" not in result
+    assert result["error"].cause == "killed", result["error"]
+    assert_still_works(sb)
+
+
 def test_isolation_report_is_measured(sb):
     report = sb.isolation_report()
     assert isinstance(report, IsolationReport)
