@@ -170,6 +170,8 @@ def _grader_value(status: dict, blobs: list[bytes], filename: str, timeout: floa
         raise SandboxError(str(status["error"])[:500], "internal")
     if status.get("timed_out"):
         raise SandboxError(f"{filename}: grade() ran past its {timeout:g} s wall-time limit and was killed", "timeout")
+    if status.get("memory"):
+        raise SandboxError(f"{filename}: grade() ran out of memory ({memory_mb} MiB limit)", "memory")
     raw = blobs[0] if blobs else b""
     try:
         obj = json.loads(raw) if raw else None

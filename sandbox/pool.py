@@ -46,8 +46,14 @@ class Worker:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def stop(self) -> None:
+    def stop(self, graceful: bool = False) -> None:
         if self.proc is not None:
+            if graceful:  # end of its input: it stops its templates and removes their cgroups
+                try:
+                    self.proc.stdin.close()
+                    self.proc.wait(timeout=2)
+                except Exception:  # noqa: BLE001
+                    pass
             try:
                 self.proc.kill()  # its children die too: they carry PR_SET_PDEATHSIG=SIGKILL
                 self.proc.wait(timeout=5)
@@ -136,7 +142,7 @@ class Pool:
 
     def close(self) -> None:
         for w in self.workers:
-            w.stop()
+            w.stop(graceful=True)
 
 
 def blob_limit_ok(*blobs: bytes) -> None:

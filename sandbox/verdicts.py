@@ -72,6 +72,9 @@ def judge(header: dict, status: dict, blobs: list[bytes], expected) -> TestVerdi
         return TestVerdict(False, "timeout", f"killed after {status.get('elapsed', 0):.1f} s wall time")
     if status.get("overflow"):
         return TestVerdict(False, "error", f"{status['overflow']} exceeded its size limit; the process was killed")
+    if status.get("memory"):
+        return TestVerdict(False, "error", "the memory limit for all of the test's processes was reached; one was "
+                                           "killed")
     code = status.get("exit")
     if not isinstance(code, int):
         return TestVerdict(False, "crash", "no exit status")

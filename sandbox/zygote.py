@@ -24,7 +24,7 @@ import sys
 import time
 import traceback
 
-from . import harden
+from . import cgroup, harden
 from . import template as template_mod
 from .protocol import encode, read_msg, write_all
 
@@ -60,6 +60,8 @@ class Zygote:
         self.null: int | None = None
         self.overlays: dict[str, int] = {}
         self.templates: dict[tuple, _Template] = {}
+        self.cg_base: str | None = None
+        self.cg_count = 0
         # Exists only in the zygote's mount namespace (inside its own /tmp): a size-capped tmpfs.
         self.private = f"/tmp/agentrl-sandbox-{uid}"
         self.scratch = self.private + "/scratch"
@@ -109,8 +111,12 @@ class Zygote:
         self.note("uid_drop", is_root, f"per-slot uid (this worker: {self.uid}), no supplementary groups" if is_root else
                   "not root: cannot switch to a per-slot uid (RLIMIT_NPROC shared with the host user)")
         self.note("rlimits", True, "CPU, address space, file size, processes, open files, core=0")
-        self.note("cgroups", False, "not used: per-slot uid + RLIMIT_NPROC + pid namespace bound processes, "
-                  "RLIMIT_AS bounds memory")
+        self.cg_base, why = cgroup.find_base()
+        if self.cg_base is not None:
+            cgroup.sweep(self.cg_base)
+        self.note("cgroups", self.cg_base is not None, "a memory cgroup (v1) per template: all of a call's processes "
+                  "together get memory_mb (RLIMIT_AS bounds each one too)" if self.cg_base is not None else
+                  f"not used ({why}): RLIMIT_AS bounds each process, so a call with n processes can use n x memory_mb")
         loop = template_mod.fast_path()
         self.note("fork_loop", True, "per-call loop of the templates in C (_forkserver)" if loop == "C" else
                   "per-call loop of the templates in Python (the _forkserver extension is not built or is "
@@ -260,7 +266,16 @@ class Zygote:
         if self.pidns_fd is not None:
             harden.setns(self.pidns_fd, harden.CLONE_NEWPID)
         theirs.close()
-        return _Template(pid, ours)
+        tpl = _Template(pid, ours)
+        if self.cg_base is not None:
+            self.cg_count += 1
+            try:  # before its first call: every child it forks is counted there
+                tpl.cgroup = cgroup.MemoryCgroup(self.cg_base, f"{os.getpid()}-{self.uid}-{self.cg_count}")
+                tpl.cgroup._write("cgroup.procs", str(pid))
+            except OSError as e:
+                tpl.stop()
+                raise OSError(e.errno, f"cannot put the sandbox template in a memory cgroup: {e}") from None
+        return tpl
 
     # ------------------------------------------------------------ one call
     def run(self, req: dict, blobs: list[bytes], *, timeout: float, memory_mb: int, read_paths=(), env=None,
@@ -314,6 +329,8 @@ class Zygote:
             req["key"] = digest
         req["env"] = dict(env or {})
         try:
+            if tpl.cgroup is not None:
+                tpl.cgroup.set_call_limit(memory_mb)
             data = template_mod.pack(req, need_py=need_py, timeout=float(timeout), cpu_s=int(timeout) + 1,
                                      address_space=tpl.vm_size() + memory_mb * (1 << 20), fsize=fsize_mb << 20,
                                      nproc=nproc)
@@ -329,6 +346,8 @@ class Zygote:
         if need_py:
             tpl.known.add(grader[0])
             tpl._vm = None  # read again at the next call, after this compile
+            if tpl.cgroup is not None:
+                tpl.cgroup.baseline = None
         return r_res, r_out, r_err
 
     def _collect(self, tpl: "_Template", timeout, r_res, r_out, r_err, out_cap, err_cap):
@@ -394,6 +413,8 @@ class Zygote:
                   "overflow": overflow, "elapsed": time.monotonic() - start}
         if "error" in report:
             status["error"] = str(report["error"])[:300]
+        if status["exit"] != 0 and tpl.memory_killed():
+            status["memory"] = True
         return status, [bytes(bufs[r_res]), bytes(bufs[r_out]), bytes(bufs[r_err])]
 
     # ------------------------------------------------------------ requests
@@ -445,6 +466,8 @@ class _Template:
         self.pidfd = os.pidfd_open(pid)
         self.known: set[str] = set()  # digests of the grader sources this template has compiled
         self._vm: int | None = None
+        self.cgroup: cgroup.MemoryCgroup | None = None
+        self.oom_seen = 0
         self.alive = True
 
     def vm_size(self) -> int:
@@ -476,11 +499,24 @@ class _Template:
         self.alive = False
         os.close(self.pidfd)
         self.sock.close()
+        if self.cgroup is not None:
+            self.cgroup.remove()  # empty now: the namespace's processes died with its init
         return os.waitstatus_to_exitcode(status)
 
     def stop(self) -> int:
         self.kill()
         return self.reap()
+
+    def memory_killed(self) -> bool:
+        """Whether the cgroup's OOM killer ended one of the call's processes since the last check."""
+        if self.cgroup is None:
+            return False
+        try:
+            kills = self.cgroup.oom_kills()
+        except OSError:
+            return False
+        seen, self.oom_seen = self.oom_seen, kills
+        return kills > seen
 
 
 def _memfd(name: str, data: bytes) -> int:
@@ -511,7 +547,9 @@ def main() -> None:
     while True:
         try:
             header, blobs = read_msg(proto_in)
-        except EOFError:
+        except EOFError:  # the host closed the pipe: stop the templates and remove their cgroups
+            for tpl in z.templates.values():
+                tpl.stop()
             return
         try:
             reply = z.handle(header, blobs)

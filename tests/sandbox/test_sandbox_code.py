@@ -186,3 +186,17 @@ def test_the_template_survives_its_children(sb, code):
     verdicts = sb.run_tests(code, [stdio("", "ok")] * 4)  # spread over the workers
     assert [v.kind for v in verdicts] == ["pass"] * 4, verdicts
     assert before and _templates(sb) == before
+
+
+def test_memory_limit_covers_all_of_a_calls_processes(sb):
+    """Each of 6 processes stays under RLIMIT_AS (memory_mb each), but together they need 3x memory_mb: the
+    call's memory cgroup stops them. The isolation report must say cgroups are in use on this machine."""
+    assert sb.isolation_report().cgroups.ok, sb.isolation_report().cgroups
+    code = ("import os, time\nkids = []\nfor _ in range(6):\n    pid = os.fork()\n    if pid == 0:\n"
+            "        block = bytearray(100 << 20)\n        for i in range(0, len(block), 4096):\n            block[i] = 1\n"
+            "        time.sleep(30)\n        os._exit(0)\n    kids.append(pid)\ntime.sleep(3)\n"
+            "alive = sum(os.waitpid(p, os.WNOHANG) == (0, 0) for p in kids)\nprint(alive)\n")
+    [verdict] = sb.run_tests(code, [stdio("", "6")], memory_mb=200, timeout_per_test=10)
+    assert verdict.kind == "fail", verdict  # some children were killed: fewer than 6 alive
+    assert int(verdict.detail.rsplit("got ", 1)[1].strip("'\\n")) < 6, verdict
+    assert_still_works(sb)
