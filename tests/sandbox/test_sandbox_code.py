@@ -109,13 +109,15 @@ def test_no_process_survives_the_call(sb):
     code = "import os, time\nfor _ in range(5):\n    if os.fork() == 0:\n        os.setsid()\n        time.sleep(300)\n"
     [verdict] = sb.run_tests(code + "print('done')", [stdio("", "done")])
     assert verdict.kind == "pass", verdict
-    out = subprocess.run(["ps", "-eo", "uid=,pid=,ppid=,comm="], capture_output=True, text=True).stdout
-    zygotes = {w.proc.pid for pool in sb._pools.values() for w in pool.workers if w.alive()}
-    sandboxed = [line.split() for line in out.splitlines() if line.split() and 61000 <= int(line.split()[0]) < 62000]
-    # Each zygote's forking template runs as the slot uid too; anything else is left over from a call.
-    templates = [p for p in sandboxed if int(p[2]) in zygotes]
-    leftovers = [p for p in sandboxed if int(p[2]) not in zygotes]
-    assert templates and leftovers == []
+    out = subprocess.run(["ps", "-eo", "uid=,pid=,ppid=,args="], capture_output=True, text=True).stdout
+    rows = [line.split(None, 3) for line in out.splitlines() if line.strip()]
+    # Every zygote on the machine (other tests' sandboxes too); each one's forking template runs as a slot uid.
+    zygotes = {int(r[1]) for r in rows if len(r) == 4 and "agentrl.sandbox.zygote" in r[3]}
+    ours = {w.proc.pid for pool in sb._pools.values() for w in pool.workers if w.alive()}
+    sandboxed = [r for r in rows if 61000 <= int(r[0]) < 62000]
+    templates = [r for r in sandboxed if int(r[2]) in ours]
+    leftovers = [r for r in sandboxed if int(r[2]) not in zygotes]  # anything else is left over from a call
+    assert ours <= zygotes and templates and leftovers == []
 
 
 def test_many_tests_each_isolated(sb):
