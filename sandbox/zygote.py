@@ -72,6 +72,9 @@ class Zygote:
     # ------------------------------------------------------------ setup
     def setup(self) -> None:
         is_root = os.geteuid() == 0
+        # Decided first, before /tmp is covered (the checkout or the virtualenv may live there), and read
+        # by every call with or without a mount namespace: graders may import the agentrl.rewards helpers.
+        self.package_dirs = _package_dirs()
         flags = harden.CLONE_NEWNS | harden.CLONE_NEWIPC | harden.CLONE_NEWUTS
         if not self.network:
             flags |= harden.CLONE_NEWNET
@@ -134,8 +137,6 @@ class Zygote:
         self.template(())
 
     def _mounts(self) -> None:
-        # Decided before /tmp is covered: the checkout or the virtualenv may live there.
-        self.package_dirs = _package_dirs()
         needed = sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, *sys.path, *self.package_dirs)
                          if p and os.path.isdir(p)})
         harden.mount(None, "/", None, harden.MS_REC | harden.MS_PRIVATE)
@@ -194,13 +195,23 @@ class Zygote:
 
     def _read_allowlist(self) -> list[str]:
         paths = {os.path.realpath(p) for p in (sys.base_prefix + "/lib", sys.prefix + "/lib", *sys.path,
-                                               *getattr(self, "package_dirs", ())) if p}
+                                               *self.package_dirs) if p}
         paths |= {"/usr/lib", "/lib", "/lib64", "/usr/lib64", "/usr/local/lib", "/dev/null", "/dev/urandom",
                   "/dev/zero"}
         if self.network:  # name resolution and TLS roots
             paths |= {"/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/gai.conf",
                       "/etc/ssl", "/etc/ca-certificates", "/usr/share/ca-certificates"}
         return sorted(p for p in paths if os.path.exists(p))
+
+    def declared(self, read_paths) -> tuple[str, ...]:
+        """The declared paths that the base allow-list does not already grant, in a canonical order: the
+        template key. A path inside the interpreter's or agentrl's own folders needs no template of its
+        own, so such calls share the template that started before any call's data was read."""
+        if not read_paths:
+            return ()
+        base = self.base_read
+        return tuple(sorted({p for p in read_paths
+                             if not any(p == b or p.startswith(b.rstrip("/") + "/") for b in base)}))
 
     def ruleset(self, read_paths: tuple[str, ...]) -> int | None:
         if self.abi < 1:
@@ -285,7 +296,7 @@ class Zygote:
         child's result and output here, with caps. `grader`: (digest, source) of grader code."""
         if self.null is None:
             self.null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
-        key = tuple(read_paths)
+        key = self.declared(read_paths)
         for attempt in (1, 2):
             tpl = self.template(key)  # the scratch dir was emptied after the last call
             try:

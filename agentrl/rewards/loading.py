@@ -196,6 +196,20 @@ class SandboxedGrade:
             raise Unscorable(f"{getattr(exc, 'cause', 'sandbox')}: {str(exc)[:400]}") from exc
 
 
+def _read_paths(name: str, declared: Any) -> tuple[str, ...]:
+    """Declared readable paths, absolute (the reward runs in verl's workers, whose working directory differs)."""
+    if isinstance(declared, (str, os.PathLike)) or not isinstance(declared, (list, tuple)):
+        raise RewardConfigError(f"reward {name!r}: read_paths must be a list of paths, got {declared!r}")
+    out = []
+    for p in declared:
+        full = Path(p).expanduser().resolve()
+        if not full.exists():
+            raise RewardConfigError(f"reward {name!r}: read_paths entry {str(p)!r} does not exist ({full}); "
+                                    "fix the path or remove it")
+        out.append(str(full))
+    return tuple(out)
+
+
 def _sandboxed(name: str, path: Path, options: dict) -> Reward:
     try:
         source = path.read_text()
@@ -210,10 +224,8 @@ def _sandboxed(name: str, path: Path, options: dict) -> Reward:
     network = bool(options.get("network", decl.get("NETWORK", False)))
     timeout = float(options.get("timeout", decl.get("TIMEOUT", 10.0)))
     memory_mb = int(options.get("memory_mb", 512))
-    import agentrl
-
-    # a reward file may import the agentrl.rewards helpers, so the sandbox must be able to read the package
-    read_paths = (*options.get("read_paths", ()), str(Path(agentrl.__file__).resolve().parent))
+    # The sandbox itself makes agentrl's own folders readable (a reward file may import agentrl.rewards helpers).
+    read_paths = _read_paths(name, options.get("read_paths", ()))
     try:
         import agentrl.sandbox  # noqa: F401
     except ImportError as exc:

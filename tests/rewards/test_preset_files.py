@@ -109,3 +109,27 @@ def test_options_cannot_reach_a_sandboxed_file(tmp_path):
     path.write_text("def grade(sample, item):\n    return 1.0\n")
     with pytest.raises(RewardConfigError, match="Edit the constants"):
         load_reward(str(path), tolerance=0.1)
+
+
+def test_declared_read_paths_are_checked_at_load_and_made_absolute(tmp_path, monkeypatch):
+    """The reward runs in verl's workers, whose working directory is not the user's: a relative path is
+    resolved where the config was loaded, and a missing one is a config error now, not a PermissionError
+    at step 1."""
+    sandbox_or_skip()
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    (refs / "answer.txt").write_text("42")
+    tmp_path.chmod(0o755)
+    refs.chmod(0o755)
+    path = tmp_path / "r.py"
+    path.write_text("def grade(sample, item):\n    return float(open(item.metadata.ref).read())\n")
+    monkeypatch.chdir(tmp_path)
+    reward = load_reward(str(path), read_paths=["refs"])
+    assert reward.fn.read_paths == (str(refs),)
+    monkeypatch.chdir("/")
+    assert reward(sample("x"), item("q", ref=str(refs / "answer.txt"))) == 42.0
+    with pytest.raises(RewardConfigError, match=r"read_paths entry 'nope' does not exist .*fix the path"):
+        load_reward(str(path), read_paths=["nope"])
+    with pytest.raises(RewardConfigError, match="read_paths must be a list"):
+        load_reward(str(path), read_paths="refs")
+

@@ -1,11 +1,13 @@
 import os
 import socket
 import threading
+from pathlib import Path
 
 import pytest
 
 from agentrl.sandbox import Sandbox
 
+REPO = Path(__file__).resolve().parents[2]  # this checkout, wherever it was cloned
 NORMAL_GRADER = "def grade(sample, item):\n    return 1.0 if sample.final_answer == item['answer'] else 0.0\n"
 
 

@@ -2,12 +2,13 @@
 
 import math
 import os
+import sys
 
 import pytest
 
 from agentrl.sandbox import GraderCodeError, SandboxError
 
-from .conftest import assert_still_works
+from .conftest import NORMAL_GRADER, REPO, assert_still_works
 
 
 def g(body: str, header: str = "") -> str:
@@ -198,3 +199,32 @@ def test_nested_sandbox_is_a_clear_error(sb):
     with pytest.raises(GraderCodeError) as err:
         sb.run_grader(src, "nested.py", {}, {}, read_paths=_agentrl_pkg())
     assert "nested" in str(err.value)
+
+
+def test_declaring_an_already_readable_path_reuses_the_first_template(tmp_path):
+    """The template without declared paths starts before any call's data is read. Declaring paths that the
+    base allow-list already grants (agentrl's own folders, the interpreter's) must not fork another one;
+    a path it does not grant must."""
+    import agentrl
+    from agentrl.sandbox import Sandbox
+
+    box = Sandbox(size=1)
+    try:
+        sample, item = {"final_answer": "4"}, {"answer": "4"}
+        assert box.run_grader(NORMAL_GRADER, "k.py", sample, item) == 1.0
+        [zygote] = [w.proc.pid for w in box._pools[("grader", False)].workers]
+
+        def templates() -> list[int]:
+            return [int(p) for p in open(f"/proc/{zygote}/task/{zygote}/children").read().split()]
+
+        first = templates()
+        assert len(first) == 1
+        covered = [os.path.dirname(agentrl.__file__), os.path.join(sys.prefix, "lib")]
+        assert box.run_grader(NORMAL_GRADER, "k.py", sample, item, read_paths=covered) == 1.0
+        assert box.run_grader(NORMAL_GRADER, "k.py", sample, item, read_paths=covered[::-1]) == 1.0
+        assert templates() == first
+        tmp_path.chmod(0o755)
+        assert box.run_grader(NORMAL_GRADER, "k.py", sample, item, read_paths=[str(tmp_path)]) == 1.0
+        assert len(templates()) == 2 and first[0] in templates()
+    finally:
+        box.close()
