@@ -250,6 +250,9 @@ static PyObject *serve(PyObject *self, PyObject *args) {
                 return NULL;
             return Py_BuildValue("(sy#N)", "prepare", buf, (Py_ssize_t)n, list);
         }
+        if (!pidns) /* what the zygote killed after the last call (see Zygote._kill_leftovers) */
+            while (waitpid(-1, NULL, WNOHANG) > 0)
+                ;
         pid_t pid = fork(); /* GIL held; the template is single-threaded */
         if (pid == 0) {
             if (child_setup(fds, &r, pidns) < 0) {

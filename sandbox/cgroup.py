@@ -93,6 +93,10 @@ class MemoryCgroup:
             self._write("memory.limit_in_bytes", str(limit))
             self.limit = limit
 
+    def pids(self) -> set[int]:
+        """The processes in it now (exited ones may still be listed until reaped)."""
+        return {int(x) for x in self._read("cgroup.procs").split()}
+
     def oom_kills(self) -> int:
         for line in self._read("memory.oom_control").splitlines():
             key, _, value = line.partition(" ")

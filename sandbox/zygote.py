@@ -88,6 +88,7 @@ class Zygote:
         except OSError as e:
             for key in ("mount_ns", "net_ns", "ipc_uts_ns"):
                 self.note(key, False, f"{e} (needs root or CAP_SYS_ADMIN)")
+        pidns_error = None
         try:
             self.pidns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
             harden.unshare(harden.CLONE_NEWPID)
@@ -96,7 +97,7 @@ class Zygote:
                       "every process a call started before it reports")
         except OSError as e:
             self.pidns_fd = None
-            self.note("pid_ns", False, f"{e}; leftover processes are killed by uid instead")
+            pidns_error = e
         self.abi = harden.landlock_abi()
         self.note("landlock_fs", self.abi >= 1, f"Landlock ABI {self.abi}: read only the interpreter, libraries and "
                   "declared paths; write only the scratch dir" if self.abi else "kernel has no Landlock")
@@ -120,6 +121,11 @@ class Zygote:
         self.note("cgroups", self.cg_base is not None, "a memory cgroup (v1) per template: all of a call's processes "
                   "together get memory_mb (RLIMIT_AS bounds each one too)" if self.cg_base is not None else
                   f"not used ({why}): RLIMIT_AS bounds each process, so a call with n processes can use n x memory_mb")
+        if pidns_error is not None:
+            how = ("killed by the template's memory cgroup" if self.cg_base is not None else
+                   f"killed by the slot uid ({self.uid})" if is_root else
+                   "NOT killed if they leave the call's process group (setsid)")
+            self.note("pid_ns", False, f"{pidns_error}; processes a call leaves running are {how} after it ends")
         loop = template_mod.fast_path()
         self.note("fork_loop", True, "per-call loop of the templates in C (_forkserver)" if loop == "C" else
                   "per-call loop of the templates in Python (the _forkserver extension is not built or is "
@@ -418,6 +424,8 @@ class Zygote:
         for fd in (r_res, r_out, r_err):
             if fd is not None:
                 os.close(fd)
+        if self.pidns_fd is None and tpl.alive:
+            self._kill_leftovers(tpl)
         self.fresh_scratch()
         report = report or {}
         status = {"exit": report.get("exit"), "timed_out": bool(report.get("timed_out") or timed_out),
@@ -427,6 +435,29 @@ class Zygote:
         if status["exit"] != 0 and tpl.memory_killed():
             status["memory"] = True
         return status, [bytes(bufs[r_res]), bytes(bufs[r_out]), bytes(bufs[r_err])]
+
+    def _kill_leftovers(self, tpl: "_Template") -> None:
+        """Without a pid namespace the template kills only the call's process group: kill here whatever else
+        the call left running (a process that called setsid), found by the template's memory cgroup or, without
+        one, by the slot uid. The template reaps them before its next fork."""
+        if tpl.cgroup is None and os.geteuid() != 0:
+            return  # no way to tell a call's processes from the user's own: the isolation report says so
+        keep = {t.pid for t in self.templates.values()} | {tpl.pid}
+        for round_ in range(100):
+            try:
+                found = tpl.cgroup.pids() if tpl.cgroup is not None else _uid_pids(self.uid)
+            except OSError:
+                return
+            live = [p for p in found - keep if _state(p) not in ("Z", "X", None)]
+            if not live:
+                return
+            for pid in live:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            if round_:
+                time.sleep(0.001)
 
     # ------------------------------------------------------------ requests
     def handle(self, header: dict, blobs: list[bytes]):
@@ -528,6 +559,31 @@ class _Template:
             return False
         seen, self.oom_seen = self.oom_seen, kills
         return kills > seen
+
+
+def _state(pid: int) -> str | None:
+    """The process's state letter from /proc (Z: exited, not yet reaped), or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0].decode()
+    except (OSError, IndexError):
+        return None
+
+
+def _uid_pids(uid: int) -> set[int]:
+    """Every process whose real uid is `uid` (from /proc/PID/status: a process that changed uid is not
+    dumpable, so its /proc directory belongs to root)."""
+    out, want = set(), str(uid).encode()
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/status", "rb") as f:
+                    line = next(x for x in f if x.startswith(b"Uid:"))
+                if line.split()[1] == want:
+                    out.add(int(name))
+            except (OSError, StopIteration, IndexError):
+                pass
+    return out
 
 
 def _memfd(name: str, data: bytes) -> int:
