@@ -6,6 +6,7 @@ import asyncio
 import json
 import math
 import os
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -133,7 +134,7 @@ class Sandbox:
         pool = self._pool("code")
         hello = pool.any_hello()
         checks = {k: Check(bool(v[0]), str(v[1])) for k, v in hello.get("report", {}).items()}
-        status, blobs = pool.call({"op": "selftest"}, [], 10.0)
+        status, blobs = pool.call({"op": "selftest", "private": _private_dirs()}, [], 10.0)
         try:
             probe = json.loads(blobs[0]) if blobs and blobs[0] else {}
         except ValueError:
@@ -148,18 +149,31 @@ class Sandbox:
             confirm("seccomp", probe.get("seccomp_mode") == 2, f"seccomp mode {probe.get('seccomp_mode')}")
             confirm("net_ns", not probe.get("network"), "connect to 127.0.0.1 " +
                     ("succeeded" if probe.get("network") else "failed"))
-            leaks = [k for k in ("read_shadow", "read_passwd", "read_root", "read_work") if probe.get(k)]
+            leaks = [str(p) for p in probe.get("readable", ["?"])]
             confirm("landlock_fs", not leaks and probe.get("write_scratch") and not probe.get("write_outside"),
-                    "readable: " + (", ".join(leaks) or "none of /etc/shadow, /etc/passwd, /root, /work") +
+                    "readable: " + (", ".join(leaks) or "none of " + ", ".join(map(str, probe.get("probed", [])))) +
                     f"; write outside scratch {'possible' if probe.get('write_outside') else 'denied'}")
-            confirm("pid_ns", probe.get("ppid") == 1, f"pid {probe.get('pid')}, parent pid {probe.get('ppid')} "
-                    "(the template, init of the namespace)")
+            confirm("pid_ns", probe.get("ppid") == 1, f"pid {probe.get('pid')}, parent pid {probe.get('ppid')}" +
+                    (" (the template, init of the namespace)" if probe.get("ppid") == 1 else ""))
             confirm("env_empty", not probe.get("env"), f"variables seen: {probe.get('env') or 'none'}")
             checks["no_new_privs"] = Check(bool(probe.get("no_new_privs")), "prctl(PR_GET_NO_NEW_PRIVS)")
             checks["no_unshare"] = Check(not probe.get("unshare"), "unshare() from inside " +
                                          ("succeeded" if probe.get("unshare") else "denied"))
         self._report = IsolationReport(checks)
         return self._report
+
+
+def _private_dirs() -> list[str]:
+    """This process's working directory and home (where datasets, checkpoints and keys usually are), for the
+    self-test to try to read; not when they hold the interpreter, which the sandbox must read."""
+    out = []
+    for p in (os.getcwd(), os.path.expanduser("~")):
+        p = os.path.realpath(p)
+        inside = any(p == q or p.startswith(q.rstrip("/") + "/")
+                     for q in map(os.path.realpath, (sys.prefix, sys.base_prefix)))
+        if p != "/" and not inside and p not in out:
+            out.append(p)
+    return out
 
 
 def _grader_value(status: dict, blobs: list[bytes], filename: str, timeout: float, memory_mb: int,

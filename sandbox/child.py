@@ -164,22 +164,24 @@ def run_assert(code: str, test: str, nonce: str) -> None:
 
 
 # ---------------------------------------------------------------- self test
-def self_test(probe_port: int | None) -> None:
-    """Measure, from inside, what the lock-down achieved. Reported by the zygote at start."""
+def self_test(probe_port: int | None, private: list[str]) -> None:
+    """Measure, from inside, what the lock-down achieved. Reported by the zygote at start. `private`: the
+    host's own folders (its working directory, its home) that must not be readable either."""
     import socket
     out = {"uid": os.getuid(), "euid": os.geteuid(), "pid": os.getpid(), "ppid": os.getppid()}
     out["no_new_privs"] = harden.prctl(harden.PR_GET_NO_NEW_PRIVS) == 1
     out["seccomp_mode"] = harden.prctl(harden.PR_GET_SECCOMP)
-    for key, path in (("read_shadow", "/etc/shadow"), ("read_passwd", "/etc/passwd"), ("read_root", "/root"),
-                      ("read_work", "/work")):
+    out["readable"] = []
+    for path in ("/etc/shadow", "/etc/passwd", "/root", *private):
         try:
             if os.path.isdir(path):
                 os.listdir(path)
             else:
                 open(path, "rb").close()
-            out[key] = True
+            out["readable"].append(path)
         except OSError:
-            out[key] = False
+            pass
+    out["probed"] = ["/etc/shadow", "/etc/passwd", "/root", *private]
     try:
         with open("/var/tmp/agentrl-sandbox-probe", "wb"):
             pass

@@ -254,7 +254,7 @@ class Template:
             else:
                 child.run_assert(code, arg, req["nonce"])
         elif op == "selftest":
-            child.self_test(req.get("port"))
+            child.self_test(req.get("port"), list(req.get("private") or ()))
         else:
             raise RuntimeError(f"unknown op {op!r}")
 

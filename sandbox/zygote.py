@@ -493,7 +493,8 @@ class Zygote:
             return self.run(req, [blobs[0], blobs[1]], timeout=header["timeout"], memory_mb=header["memory_mb"],
                             stdin=blobs[2], out_cap=header["out_cap"], err_cap=8192, nproc=header.get("nproc", 16))
         if op == "selftest":
-            return self.run({"op": "selftest", "port": header.get("port")}, [], timeout=5, memory_mb=256,
+            return self.run({"op": "selftest", "port": header.get("port"),
+                             "private": [str(p) for p in header.get("private") or ()][:8]}, [], timeout=5, memory_mb=256,
                             err_cap=8192)
         if op == "ping":
             return {"pong": os.getpid()}, []

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from .conftest import assert_still_works
+from .conftest import REPO, assert_still_works
 
 EQ = {"type": "assert", "code": "assert f(2) == 4"}            # judged outside: only `f(2)` enters the sandbox
 OPAQUE = {"type": "assert", "code": "assert f(2) > 3 and f(3) > 5"}  # judged by a nonce written after the assert
@@ -49,13 +49,13 @@ CASES = [
     # --- reading secrets
     ("read /etc/shadow", "print(open('/etc/shadow').read())", stdio("", ""), {}, ("error",)),
     ("read /etc/passwd", "print(open('/etc/passwd').read())", stdio("", ""), {}, ("error",)),
-    ("read the repo", "print(open('/work/main/pyproject.toml').read())", stdio("", ""), {}, ("error",)),
+    ("read the repo", f"print(open({str(REPO / 'pyproject.toml')!r}).read())", stdio("", ""), {}, ("error",)),
     ("list /root", "import os\nprint(os.listdir('/root'))", stdio("", ""), {}, ("error",)),
     ("read /proc of the host", "print(open('/proc/1/environ').read())", stdio("", ""), {}, ("error",)),
     ("parent env var", "import os\nprint(os.environ.get('OPENAI_API_KEY'))", stdio("", "None"), {}, ("pass",)),
     ("environment is empty", "import os\nprint(sorted(os.environ))", stdio("", "['HOME', 'TMPDIR']"), {}, ("pass",)),
     # --- writing files
-    ("write into the repo", "open('/work/main/PWNED', 'w').write('x')", stdio("", ""), {}, ("error",)),
+    ("write into the repo", f"open({str(REPO / 'PWNED')!r}, 'w').write('x')", stdio("", ""), {}, ("error",)),
     ("write /tmp", "open('/tmp/pwned', 'w').write('x')", stdio("", ""), {}, ("error",)),
     ("write /dev/shm", "open('/dev/shm/pwned', 'w').write('x')", stdio("", ""), {}, ("error",)),
     ("write scratch is fine", "open('f.txt', 'w').write('hi')\nprint(open('f.txt').read())", stdio("", "hi"), {},
@@ -101,8 +101,8 @@ def test_network_is_unreachable(sb, listener):
 
 
 def test_no_files_written_outside(sb):
-    sb.run_tests("open('/work/main/PWNED', 'w').write('x')", [stdio("", "")])
-    assert not os.path.exists("/work/main/PWNED")
+    sb.run_tests(f"open({str(REPO / 'PWNED')!r}, 'w').write('x')", [stdio("", "")])
+    assert not (REPO / "PWNED").exists()
 
 
 def test_no_process_survives_the_call(sb):
@@ -194,11 +194,37 @@ def test_memory_limit_covers_all_of_a_calls_processes(sb):
     """Each of 6 processes stays under RLIMIT_AS (memory_mb each), but together they need 3x memory_mb: the
     call's memory cgroup stops them. The isolation report must say cgroups are in use on this machine."""
     assert sb.isolation_report().cgroups.ok, sb.isolation_report().cgroups
-    code = ("import os, time\nkids = []\nfor _ in range(6):\n    pid = os.fork()\n    if pid == 0:\n"
-            "        block = bytearray(100 << 20)\n        for i in range(0, len(block), 4096):\n            block[i] = 1\n"
-            "        time.sleep(30)\n        os._exit(0)\n    kids.append(pid)\ntime.sleep(3)\n"
-            "alive = sum(os.waitpid(p, os.WNOHANG) == (0, 0) for p in kids)\nprint(alive)\n")
-    [verdict] = sb.run_tests(code, [stdio("", "6")], memory_mb=200, timeout_per_test=10)
+    # Each child reports (its index on a pipe) once it holds its 100 MiB; the parent counts the living only
+    # when every child has reported or died, so a slow machine cannot make the count early.
+    code = """
+import os, time
+r, w = os.pipe()
+kids = {}
+for n in range(6):
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray(100 << 20)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        os.write(w, bytes([n]))
+        time.sleep(60)
+        os._exit(0)
+    kids[pid] = n
+os.close(w)
+os.set_blocking(r, False)
+held, dead = set(), set()
+while len(held | dead) < 6:
+    try:
+        held |= set(os.read(r, 64))
+    except BlockingIOError:
+        pass
+    for pid, n in kids.items():
+        if n not in dead and os.waitpid(pid, os.WNOHANG) != (0, 0):
+            dead.add(n)
+    time.sleep(0.05)
+print(6 - len(dead))
+"""
+    [verdict] = sb.run_tests(code, [stdio("", "6")], memory_mb=200, timeout_per_test=30)
     assert verdict.kind == "fail", verdict  # some children were killed: fewer than 6 alive
     assert int(verdict.detail.rsplit("got ", 1)[1].strip("'\\n")) < 6, verdict
     assert_still_works(sb)

@@ -33,7 +33,9 @@ CASES = [
     ("write mode open", g("open('/tmp/x', 'w')\nreturn 1.0"), {}, ("exception", "only open files for reading")),
     # --- reading secrets and files
     ("read /etc/shadow", g("return len(open('/etc/shadow').read())"), {}, ("exception", "PermissionError")),
-    ("read repo file", g("return len(open('/work/main/pyproject.toml').read())"), {}, ("exception", "PermissionError")),
+    # the checkout may sit under /tmp (covered: not found) or elsewhere (Landlock: permission denied)
+    ("read repo file", g(f"try:\n    open({str(REPO / 'pyproject.toml')!r}).read()\n    return 1.0\nexcept OSError:\n"
+                         "    return 0.0"), {}, ("value", 0.0)),
     ("read root home", g("return len(open('/root/.bashrc').read())"), {}, ("exception", "Error")),
     ("parent env var invisible", g("return 1.0 if getenv('OPENAI_API_KEY') is None else 0.0"), {}, ("value", 1.0)),
     ("declared env var visible", g("return 1.0 if getenv('MY_TOKEN') == 'abc' else 0.0"),

@@ -130,6 +130,8 @@ def test_isolation_report_is_measured(sb):
         assert key in report.checks and report.checks[key].reason
     assert report.strong, report.summary()
     assert "probe:" in report.uid_drop.reason
+    # the probe tried to read this process's working directory (where datasets and checkpoints live) and failed
+    assert os.path.realpath(os.getcwd()) in report.landlock_fs.reason and "readable: none of" in report.landlock_fs.reason
     assert "sandbox isolation" in report.summary()
 
 
