@@ -84,12 +84,7 @@ def prepare(config_path: str, overrides: list[str]) -> dict[str, Any]:
     from agentrl.rewards import RewardSet
 
     rewards = RewardSet.from_config(settings.rewards, where=f"{config_path}: agentrl.rewards")
-    if any(r["sandboxed"] for r in rewards.describe()):  # say what isolation untrusted reward code gets here
-        from agentrl.sandbox import get_sandbox
-
-        report = get_sandbox().isolation_report()
-        print(report.summary(), file=sys.stderr)
-        (run_dir / "sandbox_isolation.json").write_text(json.dumps(report.as_dict(), indent=2))
+    _check_sandbox(rewards.describe(), run_dir, str(config_path))
     if settings.tools:
         from agentrl.tools import parse_servers_config
 
@@ -173,6 +168,31 @@ def _lock_run_dir(run_dir: Path):
         raise RunError(f"another `agentrl train` is already running in {run_dir}; wait for it, stop it, "
                        f"or set agentrl.run_dir to another folder") from None
     return handle
+
+
+def _check_sandbox(described: list[dict], run_dir: Path, where: str) -> None:
+    """Say what isolation untrusted code gets on this machine before anything starts, and refuse to start
+    when a reward runs model-written code under isolation too weak for it (unless the user opted in)."""
+    model_code = [r["label"] for r in described if r.get("runs_model_code")]
+    if not model_code and not any(r.get("sandboxed") for r in described):
+        return
+    from agentrl.sandbox import Sandbox, SandboxError
+    from agentrl.sandbox.api import WEAK_ADVICE
+
+    box = Sandbox(size=1)  # the rewards start their own in verl's workers; this one only measures
+    try:
+        report = box.isolation_report()
+        print(report.summary(), file=sys.stderr)
+        (run_dir / "sandbox_isolation.json").write_text(json.dumps(report.as_dict(), indent=2))
+        if model_code:
+            box.require_strong()
+    except SandboxError as exc:
+        if exc.cause != "weak_isolation":
+            raise RunError(f"{where}: the sandbox for reward code could not start: {exc}") from None
+        raise RunError(f"{where}: agentrl.rewards {', '.join(model_code)} run model-written code, but "
+                       + WEAK_ADVICE.format(", ".join(report.missing()))) from None
+    finally:
+        box.close()
 
 
 def train(config_path: str, overrides: list[str], out=sys.stdout) -> int:

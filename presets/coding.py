@@ -15,6 +15,7 @@ Rows without tests are not applicable. A sandbox failure makes the sample unscor
 from agentrl.rewards.codecheck import extract_code, normalise_tests, pass_fraction
 
 TIMEOUT_PER_TEST = 5.0  # seconds
+RUNS_MODEL_CODE = True  # `agentrl train` refuses to start if the sandbox's isolation here is too weak for it
 
 
 def grade(sample, item, timeout_per_test=TIMEOUT_PER_TEST):

@@ -18,6 +18,9 @@ from . import results
 from .results import Check, GraderCodeError, IsolationReport, SandboxError, TestVerdict
 
 MAX_ABS_REWARD = 1e6
+WEAK_ADVICE = ("the sandbox's isolation on this machine is weaker than model-written code requires (missing: {}). "
+               "Run as root with CAP_SYS_ADMIN (namespaces) on a Linux kernel with Landlock, or accept the weaker "
+               "isolation with AGENTRL_SANDBOX_ALLOW_WEAK=1")
 GRACE_S = 5.0
 
 
@@ -88,7 +91,7 @@ class Sandbox:
         """Run model-written `code` against each test in its own sandboxed process; verdicts are decided here."""
         if not isinstance(code, str):
             raise SandboxError(f"code must be str, got {type(code).__name__}", "bad_input")
-        self._require_strong(allow_weak)
+        self.require_strong(allow_weak)
         pool = self._pool("code")
         plans = []
         for test in tests:  # plan all first: a malformed test is the caller's error, raised before running
@@ -116,15 +119,15 @@ class Sandbox:
     async def arun_tests(self, *args, **kwargs) -> list[TestVerdict]:
         return await asyncio.to_thread(self.run_tests, *args, **kwargs)
 
-    def _require_strong(self, allow_weak: bool | None) -> None:
+    def require_strong(self, allow_weak: bool | None = None) -> None:
+        """Raise SandboxError (cause `weak_isolation`) unless model-written code may run here: the isolation
+        is strong, or the caller (`allow_weak`) or the environment (`AGENTRL_SANDBOX_ALLOW_WEAK=1`) opts in."""
         if allow_weak is None:
             allow_weak = os.environ.get("AGENTRL_SANDBOX_ALLOW_WEAK") == "1"
         report = self.isolation_report()
         if not report.strong and not allow_weak:
-            raise SandboxError("refusing to run model-written code: isolation on this machine is weaker than required "
-                               f"(missing: {', '.join(report.missing())}). Run as root on Linux with Landlock, or opt "
-                               "in with AGENTRL_SANDBOX_ALLOW_WEAK=1 / allow_weak=True.\n" + report.summary(),
-                               "weak_isolation")
+            raise SandboxError(f"refusing to run model-written code: {WEAK_ADVICE.format(', '.join(report.missing()))}"
+                               " / allow_weak=True.\n" + report.summary(), "weak_isolation")
 
     # ------------------------------------------------------------ report
     def isolation_report(self) -> IsolationReport:

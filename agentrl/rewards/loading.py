@@ -76,9 +76,12 @@ class Reward:
     """A loaded reward: ``reward(sample, item) -> float | None``; raises ``Unscorable``."""
 
     def __init__(self, name: str, fn: Callable, *, options: dict | None = None, env: dict | None = None,
-                 timeout: float = DEFAULT_TIMEOUT, origin: str = "", version: str = "", sandboxed: bool = False):
+                 timeout: float = DEFAULT_TIMEOUT, origin: str = "", version: str = "", sandboxed: bool = False,
+                 runs_model_code: bool = False):
         self.name, self.fn, self.options = name, fn, dict(options or {})
         self.env, self.timeout, self.origin, self.version, self.sandboxed = dict(env or {}), timeout, origin, version, sandboxed
+        # it runs model-written code in the sandbox: `agentrl train` checks the isolation before it starts
+        self.runs_model_code = runs_model_code
         self.is_async = inspect.iscoroutinefunction(fn)
 
     def __repr__(self) -> str:
@@ -256,7 +259,8 @@ def _in_process(name: str, fn: Callable, origin: str, options: dict) -> Reward:
     except (OSError, TypeError):
         version = ""
     timeout = float(options.get("timeout", getattr(module, "TIMEOUT", DEFAULT_TIMEOUT)))
-    return Reward(name, fn, options=kwargs, env=env, timeout=timeout, origin=origin, version=version)
+    return Reward(name, fn, options=kwargs, env=env, timeout=timeout, origin=origin, version=version,
+                  runs_model_code=bool(getattr(module, "RUNS_MODEL_CODE", False)))
 
 
 def _identical_preset(path: Path) -> Callable | None:

@@ -72,7 +72,7 @@ class RewardSet:
     def describe(self) -> list[dict]:
         """Provenance for logs and rollouts.jsonl: which reward version scored what."""
         return [{"label": c.label, "weight": c.weight, "origin": c.reward.origin, "version": c.reward.version,
-                 "sandboxed": c.reward.sandboxed} for c in self.components]
+                 "sandboxed": c.reward.sandboxed, "runs_model_code": c.reward.runs_model_code} for c in self.components]
 
     @staticmethod
     def _combine(parts: list[tuple[Component, float | None, str | None]]) -> ScoreResult:

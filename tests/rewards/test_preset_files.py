@@ -133,3 +133,11 @@ def test_declared_read_paths_are_checked_at_load_and_made_absolute(tmp_path, mon
     with pytest.raises(RewardConfigError, match="read_paths must be a list"):
         load_reward(str(path), read_paths="refs")
 
+
+@pytest.mark.parametrize("name, runs_model_code", [("coding", True), ("math", False), ("tool_use", False)])
+def test_rewards_that_run_model_code_say_so(tmp_path, name, runs_model_code):
+    """`agentrl train` checks the sandbox before a run whose rewards execute model-written code."""
+    assert load_reward(name).runs_model_code is runs_model_code
+    copy = tmp_path / "reward.py"
+    copy.write_text(preset_source(name))  # byte-identical copy: the preset itself, declarations included
+    assert load_reward(str(copy)).runs_model_code is runs_model_code
