@@ -6,13 +6,12 @@ import asyncio
 import json
 import math
 import os
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from . import verdicts
 from .policy import HEAVY, imported_modules
-from .pool import Pool, blob_limit_ok
+from .pool import Pool, blob_limit_ok, private_dirs
 from .protocol import short
 from . import results
 from .results import Check, GraderCodeError, IsolationReport, SandboxError, TestVerdict
@@ -137,7 +136,7 @@ class Sandbox:
         pool = self._pool("code")
         hello = pool.any_hello()
         checks = {k: Check(bool(v[0]), str(v[1])) for k, v in hello.get("report", {}).items()}
-        status, blobs = pool.call({"op": "selftest", "private": _private_dirs()}, [], 10.0)
+        status, blobs = pool.call({"op": "selftest", "private": private_dirs()}, [], 10.0)
         try:
             probe = json.loads(blobs[0]) if blobs and blobs[0] else {}
         except ValueError:
@@ -164,19 +163,6 @@ class Sandbox:
                                          ("succeeded" if probe.get("unshare") else "denied"))
         self._report = IsolationReport(checks)
         return self._report
-
-
-def _private_dirs() -> list[str]:
-    """This process's working directory and home (where datasets, checkpoints and keys usually are), for the
-    self-test to try to read; not when they hold the interpreter, which the sandbox must read."""
-    out = []
-    for p in (os.getcwd(), os.path.expanduser("~")):
-        p = os.path.realpath(p)
-        inside = any(p == q or p.startswith(q.rstrip("/") + "/")
-                     for q in map(os.path.realpath, (sys.prefix, sys.base_prefix)))
-        if p != "/" and not inside and p not in out:
-            out.append(p)
-    return out
 
 
 def _grader_value(status: dict, blobs: list[bytes], filename: str, timeout: float, memory_mb: int,

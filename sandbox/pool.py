@@ -22,6 +22,23 @@ STARTUP_TIMEOUT = 120.0
 UID_BASE = 61000
 
 
+def private_dirs() -> list[str]:
+    """This process's working directory and home, where datasets, checkpoints and keys usually are: the
+    zygotes keep them unreadable even when they lie on sys.path, and the self-test tries to read them.
+    Not when they lie inside the interpreter's or agentrl's own folders, which the sandbox must read."""
+    import agentrl
+    import agentrl.presets
+
+    ours = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, os.path.dirname(os.path.abspath(__file__)),
+                                          *agentrl.__path__, *agentrl.presets.__path__)]
+    out = []
+    for p in (os.getcwd(), os.path.expanduser("~")):
+        p = os.path.realpath(p)
+        if p != "/" and not any(os.path.commonpath([p, q]) == q for q in ours) and p not in out:
+            out.append(p)
+    return out
+
+
 class Worker:
     def __init__(self, kind: str, uid: int, network: bool) -> None:
         self.kind, self.uid, self.network = kind, uid, network
@@ -29,7 +46,8 @@ class Worker:
         self.hello: dict = {}
 
     def start(self) -> None:
-        env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "LANG": "C.UTF-8"}
+        env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "LANG": "C.UTF-8",
+               "AGENTRL_SANDBOX_PRIVATE": os.pathsep.join(private_dirs())}
         if os.environ.get("AGENTRL_SANDBOX_FORKSERVER"):  # "python": run the templates' loop without the C part
             env["AGENTRL_SANDBOX_FORKSERVER"] = os.environ["AGENTRL_SANDBOX_FORKSERVER"]
         stderr = None if os.environ.get("AGENTRL_SANDBOX_DEBUG") else subprocess.DEVNULL

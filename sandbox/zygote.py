@@ -75,6 +75,7 @@ class Zygote:
         # Decided first, before /tmp is covered (the checkout or the virtualenv may live there), and read
         # by every call with or without a mount namespace: graders may import the agentrl.rewards helpers.
         self.package_dirs = _package_dirs()
+        self.library = self.library_paths(sys.path)
         flags = harden.CLONE_NEWNS | harden.CLONE_NEWIPC | harden.CLONE_NEWUTS
         if not self.network:
             flags |= harden.CLONE_NEWNET
@@ -143,7 +144,7 @@ class Zygote:
         self.template(())
 
     def _mounts(self) -> None:
-        needed = sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, *sys.path, *self.package_dirs)
+        needed = sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, *self.library, *self.package_dirs)
                          if p and os.path.isdir(p)})
         harden.mount(None, "/", None, harden.MS_REC | harden.MS_PRIVATE)
         # Shared scratch and runtime dirs hold other programs' unix sockets (Ray's raylet under /tmp/ray,
@@ -157,6 +158,22 @@ class Zygote:
         # Paths the interpreter needs may sit below a directory the unprivileged uid cannot enter
         # (/root/.pyenv under /root 0700): cover that directory with a tmpfs holding only bind mounts.
         self.expose([p for p in needed if not any(p != q and p.startswith(q + "/") for q in needed)])
+
+    def library_paths(self, path_entries) -> list[str]:
+        """The sys.path entries calls may read, less any that holds the host's working directory or home
+        (AGENTRL_SANDBOX_PRIVATE): a project root that an editable install put on sys.path would
+        otherwise expose the datasets and checkpoints kept beside the code."""
+        private = [p for p in os.environ.get("AGENTRL_SANDBOX_PRIVATE", "").split(os.pathsep) if p]
+        out, left_out = [], []
+        for p in path_entries:
+            if not p:
+                continue
+            p = os.path.realpath(p)
+            (left_out if any(os.path.commonpath([h, p]) == p for h in private) else out).append(p)
+        if left_out:
+            self.note("sys_path_private", True, "not readable although on sys.path, as they hold the host's working "
+                      "directory or home: " + ", ".join(left_out))
+        return out
 
     def expose(self, paths) -> None:
         """Make each path reachable for the per-slot uid at its own name, hiding its siblings: a directory
@@ -200,7 +217,7 @@ class Zygote:
         return all(os.stat("/".join(parts[:i])).st_mode & stat.S_IXOTH for i in range(2, len(parts)))
 
     def _read_allowlist(self) -> list[str]:
-        paths = {os.path.realpath(p) for p in (sys.base_prefix + "/lib", sys.prefix + "/lib", *sys.path,
+        paths = {os.path.realpath(p) for p in (sys.base_prefix + "/lib", sys.prefix + "/lib", *self.library,
                                                *self.package_dirs) if p}
         paths |= {"/usr/lib", "/lib", "/lib64", "/usr/lib64", "/usr/local/lib", "/dev/null", "/dev/urandom",
                   "/dev/zero"}

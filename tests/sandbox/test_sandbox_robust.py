@@ -181,3 +181,28 @@ def test_asyncio(sb):
 
 def test_get_sandbox_is_process_wide():
     assert get_sandbox() is get_sandbox()
+
+
+def test_sys_path_entries_holding_the_host_folders_stay_unreadable(monkeypatch, tmp_path):
+    """An editable install may put a project root on sys.path; its datasets and checkpoints sit beside the
+    code. A zygote grants no sys.path entry that holds the host's working directory or home."""
+    from agentrl.sandbox.zygote import Zygote
+
+    project = tmp_path.resolve() / "proj"
+    site = project / ".venv" / "lib" / "site-packages"
+    site.mkdir(parents=True)
+    monkeypatch.setenv("AGENTRL_SANDBOX_PRIVATE", os.pathsep.join([str(project / "runs"), "/home/someone"]))
+    z = Zygote("grader", 61099, False)
+    kept = z.library_paths([str(project), str(site), "/usr/lib/python3", "/home", "", "/"])
+    assert kept == [str(site), "/usr/lib/python3"]
+    assert z.report["sys_path_private"][1].endswith(f"{project}, /home, /")
+
+
+def test_private_dirs_are_the_host_folders_but_not_the_sandbox_own(monkeypatch, tmp_path):
+    import agentrl
+    from agentrl.sandbox.pool import private_dirs
+
+    monkeypatch.chdir(tmp_path)
+    assert os.path.realpath(tmp_path) in private_dirs()
+    monkeypatch.chdir(os.path.dirname(agentrl.__file__))  # the sandbox must read these; the probe must not count them
+    assert os.path.realpath(os.path.dirname(agentrl.__file__)) not in private_dirs()
