@@ -18,11 +18,13 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 import agentrl.sandbox as sandbox_pkg
+from agentrl.rewards import load_reward
 from agentrl.sandbox import Sandbox
 
 GRADER = "def grade(sample, item):\n    return 1.0 if sample.final_answer.strip() == item['answer'] else 0.0\n"
@@ -121,13 +123,18 @@ def main() -> None:
     assert sb.run_grader(heavy, "bench_heavy.py", sample, item) == 1.0
     print(f"workers started (light, and heavy with sympy/math_verify/numpy pre-imported) in "
           f"{time.perf_counter() - t0:.1f} s")
+    # The training path: a reward file loaded by name as `agentrl train` does (Reward -> process-wide sandbox).
+    reward_file = Path(tempfile.mkdtemp()) / "bench_reward.py"
+    reward_file.write_text(GRADER)
+    reward = load_reward(str(reward_file))
+    assert reward.sandboxed and reward(sample, item) == 1.0
     zpids = [w.proc.pid for p in sb._pools.values() for w in p.workers if w.alive()]
     base = sys.base_prefix + "/lib"
     read = [os.path.realpath(base), "/usr/lib", "/lib", "/lib64"]
     assert fresh_call(read) == 1.0
     print(sb.isolation_report().summary())
     print(f"threads: {threads}, load average: {os.getloadavg()[0]:.2f}")
-    zy, fr, hv, zc, fc = [], [], [], [], []
+    zy, fr, hv, zc, fc, tr = [], [], [], [], [], []
     for r in range(args.rounds):
         c0 = cpu_seconds(zpids)
         z = rate(lambda: sb.run_grader(GRADER, "bench.py", sample, item), args.calls, threads)
@@ -135,6 +142,8 @@ def main() -> None:
         f = rate(lambda: fresh_call(read), args.fresh_calls, threads)
         c2 = cpu_seconds(zpids)
         h = rate(lambda: sb.run_grader(heavy, "bench_heavy.py", sample, item), args.calls // 3, threads)
+        t = rate(lambda: reward(sample, item), args.calls // 3, threads)
+        tr.append(t)
         zc.append((c1 - c0) / args.calls)
         fc.append((c2 - c1) / args.fresh_calls)
         zy.append(z)
@@ -142,11 +151,11 @@ def main() -> None:
         hv.append(h)
         print(f"round {r + 1}: zygote {z:6.1f} calls/s ({zc[-1] * 1e3:.2f} ms CPU/call) | fresh isolated process "
               f"{f:5.1f} calls/s ({fc[-1] * 1e3:.1f} ms CPU/call) | ratio {z / f:5.1f}x | heavy-zygote grader "
-              f"{h:6.1f} calls/s | load {os.getloadavg()[0]:.2f}")
+              f"{h:6.1f} calls/s | reward file via load_reward {t:6.1f} calls/s | load {os.getloadavg()[0]:.2f}")
     zm, fm, hm = statistics.median(zy), statistics.median(fr), statistics.median(hv)
     zcm, fcm = statistics.median(zc), statistics.median(fc)
     print(f"median wall rate: zygote {zm:.1f} calls/s, fresh {fm:.1f} calls/s, ratio {zm / fm:.1f}x; "
-          f"grader importing math_verify {hm:.1f} calls/s")
+          f"grader importing math_verify {hm:.1f} calls/s; reward file via load_reward {statistics.median(tr):.1f} calls/s")
     print(f"median CPU per call: zygote {zcm * 1e3:.2f} ms, fresh {fcm * 1e3:.1f} ms -> cpu-bound rate on {threads} "
           f"idle cores: zygote {threads / zcm:.0f} calls/s, fresh {threads / fcm:.0f} calls/s, ratio {fcm / zcm:.1f}x")
     print(f"targets (>= 500 calls/s, >= 5x): wall rate {'MET' if zm >= 500 and zm / fm >= 5 else 'NOT MET'} "
