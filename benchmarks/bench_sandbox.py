@@ -38,7 +38,7 @@ h.set_limits(cpu_s=11, address_space=h.vm_size() + (512 << 20), fsize=64 << 20, 
 h.prctl(h.PR_SET_NO_NEW_PRIVS, 1)
 abi = h.landlock_abi()
 h.landlock_restrict(h.landlock_ruleset(READ, ["/dev/null"], deny_tcp=True, abi=abi))
-h.drop_privileges(61299)
+h.drop_privileges(60999)  # below every sandbox uid range (agentrl.sandbox.pool.UID_BASE)
 h.seccomp_install(h.seccomp_program())
 src = sys.stdin.read()
 ns = {}

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from . import verdicts
 from .policy import HEAVY, imported_modules
-from .pool import Pool, blob_limit_ok, private_dirs
+from .pool import POOL_SLOTS, Pool, UidBlock, blob_limit_ok, private_dirs
 from .protocol import short
 from . import results
 from .results import Check, GraderCodeError, IsolationReport, SandboxError, TestVerdict
@@ -27,8 +27,9 @@ class Sandbox:
     """Process-wide pools of pre-started forking workers. Thread-safe; use the `a*` methods from asyncio."""
 
     def __init__(self, size: int | None = None) -> None:
-        self.size = size or max(2, os.cpu_count() or 2)
+        self.size = min(size or max(2, os.cpu_count() or 2), POOL_SLOTS)
         self._pools: dict[tuple[str, bool], Pool] = {}
+        self._uids: UidBlock | None = None  # claimed with the first pool, released by close()
         self._lock = threading.Lock()
         self._report: IsolationReport | None = None
         self._kinds: dict[str, str] = {}
@@ -39,7 +40,9 @@ class Sandbox:
             if key not in self._pools:
                 index = {("grader", False): 0, ("grader_heavy", False): 1, ("code", False): 2,
                          ("grader", True): 3, ("grader_heavy", True): 4}[key]
-                self._pools[key] = Pool(kind, index, self.size, network)
+                if self._uids is None:
+                    self._uids = UidBlock()
+                self._pools[key] = Pool(kind, index, self.size, network, self._uids)
             return self._pools[key]
 
     def close(self) -> None:
@@ -47,6 +50,9 @@ class Sandbox:
             for pool in self._pools.values():
                 pool.close()
             self._pools.clear()
+            if self._uids is not None:  # after the zygotes and their templates are gone
+                self._uids.release()
+                self._uids = None
 
     # ------------------------------------------------------------ graders
     def run_grader(self, source: str, filename: str, sample: dict, item: dict, *, env: dict[str, str] | None = None,

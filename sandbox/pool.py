@@ -12,6 +12,7 @@ import queue
 import select
 import subprocess
 import sys
+import tempfile
 import threading
 
 
@@ -20,6 +21,44 @@ from .results import SandboxError
 
 STARTUP_TIMEOUT = 120.0
 UID_BASE = 61000
+POOL_SLOTS = 200    # uids per pool of one Sandbox (so at most this many workers a pool)
+UID_BLOCK = 1000    # uids per Sandbox: its five pools
+UID_BLOCKS = 1000   # Sandboxes that can live on one machine at once
+
+
+class UidBlock:
+    """A range of slot uids that no other live Sandbox on this machine uses. Several processes run a
+    Sandbox each (verl's agent-loop workers); with shared uids they would share RLIMIT_NPROC, which the
+    kernel counts per uid machine-wide, and a zygote without a pid namespace could take another
+    sandbox's processes for its own call's leftovers. The claim is a flock on a file, so it ends with the
+    process however that ends."""
+
+    def __init__(self) -> None:
+        import fcntl
+
+        folder = "/run/agentrl-sandbox" if os.geteuid() == 0 and os.path.isdir("/run") else \
+            os.path.join(tempfile.gettempdir(), f"agentrl-sandbox-{os.geteuid()}")
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        for n in range(UID_BLOCKS):
+            fd = os.open(os.path.join(folder, f"uids-{n}.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            self.fd: int | None = fd
+            self.base = UID_BASE + n * UID_BLOCK
+            return
+        raise SandboxError(f"all {UID_BLOCKS} sandbox uid ranges are in use (locks in {folder}); close other "
+                           "agentrl processes", "internal")
+
+    def uid(self, kind_index: int, slot: int) -> int:
+        return self.base + kind_index * POOL_SLOTS + slot
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def private_dirs() -> list[str]:
@@ -109,9 +148,9 @@ class Worker:
 
 
 class Pool:
-    def __init__(self, kind: str, kind_index: int, size: int, network: bool) -> None:
+    def __init__(self, kind: str, kind_index: int, size: int, network: bool, uids: UidBlock) -> None:
         self.kind, self.network = kind, network
-        self.workers = [Worker(kind, UID_BASE + kind_index * 100 + i, network) for i in range(size)]
+        self.workers = [Worker(kind, uids.uid(kind_index, i), network) for i in range(size)]
         self.idle: queue.Queue[Worker] = queue.Queue()
         for w in self.workers:
             self.idle.put(w)

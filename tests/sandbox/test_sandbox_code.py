@@ -5,6 +5,8 @@ import subprocess
 
 import pytest
 
+from agentrl.sandbox.pool import UID_BASE, UID_BLOCK, UID_BLOCKS
+
 from .conftest import REPO, assert_still_works
 
 EQ = {"type": "assert", "code": "assert f(2) == 4"}            # judged outside: only `f(2)` enters the sandbox
@@ -114,7 +116,7 @@ def test_no_process_survives_the_call(sb):
     # Every zygote on the machine (other tests' sandboxes too); each one's forking template runs as a slot uid.
     zygotes = {int(r[1]) for r in rows if len(r) == 4 and "agentrl.sandbox.zygote" in r[3]}
     ours = {w.proc.pid for pool in sb._pools.values() for w in pool.workers if w.alive()}
-    sandboxed = [r for r in rows if 61000 <= int(r[0]) < 62000]
+    sandboxed = [r for r in rows if UID_BASE <= int(r[0]) < UID_BASE + UID_BLOCKS * UID_BLOCK]
     templates = [r for r in sandboxed if int(r[2]) in ours]
     leftovers = [r for r in sandboxed if int(r[2]) not in zygotes]  # anything else is left over from a call
     assert ours <= zygotes and templates and leftovers == []

@@ -206,3 +206,34 @@ def test_private_dirs_are_the_host_folders_but_not_the_sandbox_own(monkeypatch, 
     assert os.path.realpath(tmp_path) in private_dirs()
     monkeypatch.chdir(os.path.dirname(agentrl.__file__))  # the sandbox must read these; the probe must not count them
     assert os.path.realpath(os.path.dirname(agentrl.__file__)) not in private_dirs()
+
+
+def test_live_sandboxes_never_share_slot_uids():
+    """Each Sandbox (one per verl agent-loop worker) runs its calls under uids no other live one uses:
+    RLIMIT_NPROC is counted per uid across the machine. The range is free again once a Sandbox closes or
+    its process dies."""
+    import subprocess
+    import sys
+
+    def uids(box: Sandbox) -> set[int]:
+        return {w.uid for pool in box._pools.values() for w in pool.workers}
+
+    a, b = Sandbox(size=1), Sandbox(size=1)
+    try:
+        assert a.run_grader(NORMAL_GRADER, "u.py", {"final_answer": "4"}, {"answer": "4"}) == 1.0
+        assert b.run_grader(NORMAL_GRADER, "u.py", {"final_answer": "4"}, {"answer": "4"}) == 1.0
+        assert uids(a) and uids(b) and not uids(a) & uids(b)
+        other = subprocess.run([sys.executable, "-c", "from agentrl.sandbox.pool import UidBlock\n"
+                                "print(UidBlock().base)"], capture_output=True, text=True, timeout=60)
+        assert other.returncode == 0, other.stderr
+        assert int(other.stdout) not in {a._uids.base, b._uids.base}
+        freed = b._uids.base
+    finally:
+        a.close()
+        b.close()
+    c = Sandbox(size=1)
+    try:
+        c._pool("grader")
+        assert c._uids.base <= freed  # the lowest free range is taken again
+    finally:
+        c.close()
