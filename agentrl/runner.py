@@ -205,7 +205,7 @@ def train(config_path: str, overrides: list[str], out=sys.stdout) -> int:
         print(f"resuming {run_dir} from checkpoint step {resume['step']}", file=out)
     cmd = [sys.executable, "-m", "verl.trainer.main_ppo", *to_cli(plan["overrides"])]
     (run_dir / "logs" / f"command.{attempt}.json").write_text(json.dumps(cmd, indent=1))
-    env = child_env(run_dir, attempt)
+    env = child_env(run_dir, attempt, plan["overrides"])
     print(f"agentrl: training {plan['settings'].name} for {plan['total_steps']} steps on "
           f"{'CPU' if plan['cpu'] else 'GPU'}; run directory {run_dir}", file=out, flush=True)
     log = open(run_dir / "training.log", "ab", buffering=0)

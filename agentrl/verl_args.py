@@ -104,8 +104,21 @@ def to_cli(overrides: dict[str, Any]) -> list[str]:
     return [f"{key}={hydra_value(value)}" for key, value in overrides.items()]
 
 
-def child_env(run_dir: Path, attempt: int) -> dict[str, str]:
+VERL_AGENT_WORKERS = 8  # verl's default actor_rollout_ref.rollout.agent.num_workers
+
+
+def sandbox_workers(overrides: dict[str, Any], cpus: int | None = None) -> int:
+    """Workers per sandbox pool in each of verl's agent-loop processes: the machine's cores shared among
+    them. Each process starts its own sandbox, and a pool of the full core count in every one of them
+    would hold that many zygotes (sympy and math_verify in each heavy one) per process."""
+    processes = int(overrides.get("actor_rollout_ref.rollout.agent.num_workers", VERL_AGENT_WORKERS))
+    return max(2, (cpus or os.cpu_count() or 2) // max(1, processes))
+
+
+def child_env(run_dir: Path, attempt: int, overrides: dict[str, Any] | None = None) -> dict[str, str]:
     env = dict(os.environ)
+    if overrides is not None:
+        env.setdefault("AGENTRL_SANDBOX_WORKERS", str(sandbox_workers(overrides)))
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("WANDB_MODE", "disabled")
     env.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -27,7 +27,9 @@ class Sandbox:
     """Process-wide pools of pre-started forking workers. Thread-safe; use the `a*` methods from asyncio."""
 
     def __init__(self, size: int | None = None) -> None:
-        self.size = min(size or max(2, os.cpu_count() or 2), POOL_SLOTS)
+        """`size`: workers per pool; default AGENTRL_SANDBOX_WORKERS (`agentrl train` sets it for verl's
+        processes), else the number of cores (at least 2)."""
+        self.size = min(size or _workers_from_env() or max(2, os.cpu_count() or 2), POOL_SLOTS)
         self._pools: dict[tuple[str, bool], Pool] = {}
         self._uids: UidBlock | None = None  # claimed with the first pool, released by close()
         self._lock = threading.Lock()
@@ -169,6 +171,16 @@ class Sandbox:
                                          ("succeeded" if probe.get("unshare") else "denied"))
         self._report = IsolationReport(checks)
         return self._report
+
+
+def _workers_from_env() -> int | None:
+    raw = os.environ.get("AGENTRL_SANDBOX_WORKERS", "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise SandboxError(f"AGENTRL_SANDBOX_WORKERS must be a whole number of at least 1, got {raw!r}; fix or unset "
+                           "it", "bad_input")
+    return int(raw)
 
 
 def _grader_value(status: dict, blobs: list[bytes], filename: str, timeout: float, memory_mb: int,

@@ -74,3 +74,25 @@ def test_hydra_values():
 def test_demo_keeps_its_name(tmp_path):
     settings, _, _ = load_config(write(tmp_path, BASE.replace("data.jsonl", "demo")))
     assert settings.model == "demo" and settings.train_data == "demo"
+
+
+@pytest.mark.parametrize("overrides, cpus, expected", [
+    ({"actor_rollout_ref.rollout.agent.num_workers": 1}, 2, 2),  # the CPU demo: one agent-loop process
+    ({}, 64, 8),                                                  # verl's default of 8 processes on a GPU node
+    ({"actor_rollout_ref.rollout.agent.num_workers": 4}, 64, 16),
+    ({"actor_rollout_ref.rollout.agent.num_workers": 8}, 4, 2),   # never fewer than 2
+])
+def test_sandbox_workers_share_the_cores_among_agent_loop_processes(overrides, cpus, expected):
+    from agentrl.verl_args import sandbox_workers
+
+    assert sandbox_workers(overrides, cpus) == expected
+
+
+def test_verl_processes_get_the_sandbox_size_unless_the_user_set_one(tmp_path, monkeypatch):
+    from agentrl.verl_args import child_env, sandbox_workers
+
+    overrides = {"actor_rollout_ref.rollout.agent.num_workers": 1}
+    monkeypatch.delenv("AGENTRL_SANDBOX_WORKERS", raising=False)
+    assert child_env(tmp_path, 1, overrides)["AGENTRL_SANDBOX_WORKERS"] == str(sandbox_workers(overrides))
+    monkeypatch.setenv("AGENTRL_SANDBOX_WORKERS", "5")
+    assert child_env(tmp_path, 1, overrides)["AGENTRL_SANDBOX_WORKERS"] == "5"

@@ -237,3 +237,13 @@ def test_live_sandboxes_never_share_slot_uids():
         assert c._uids.base <= freed  # the lowest free range is taken again
     finally:
         c.close()
+
+
+def test_pool_size_from_the_environment(monkeypatch):
+    monkeypatch.setenv("AGENTRL_SANDBOX_WORKERS", "3")
+    assert Sandbox().size == 3
+    assert Sandbox(size=1).size == 1  # an explicit size wins
+    monkeypatch.setenv("AGENTRL_SANDBOX_WORKERS", "many")
+    with pytest.raises(SandboxError, match="AGENTRL_SANDBOX_WORKERS must be a whole number") as err:
+        Sandbox()
+    assert err.value.cause == "bad_input"
