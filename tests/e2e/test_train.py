@@ -194,3 +194,31 @@ def test_kill_9_then_resume(tmp_path, demo):
     assert second.returncode == 0, second.stdout + second.stderr
     assert "resuming" in second.stdout
     assert json.loads((run / "checkpoint_status.json").read_text())["step"] == 2
+
+
+def zygotes() -> set[int]:
+    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout.splitlines()
+    return {int(line.split(None, 1)[0]) for line in out if "agentrl.sandbox.zygote" in line}
+
+
+def test_sandboxed_reward_file_scores_inside_verl(tmp_path, demo):
+    """The `custom` preset is a reward file: it runs in the sandbox that verl's agent-loop worker starts.
+    Every rollout gets a real score from it, the isolation was reported before the run, and no sandbox
+    process outlives the run."""
+    before = zygotes()
+    config = write_config(tmp_path, demo, max_steps=1, save_every=0,
+                          rewards=[{"name": "math", "weight": 1.0}, {"name": "custom", "weight": 0.5}])
+    result = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, timeout=1200)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "sandbox isolation: strong" in result.stderr
+    run = tmp_path / "run"
+    assert json.loads((run / "sandbox_isolation.json").read_text())["landlock_fs"]["ok"]
+    rollouts = read_jsonl(run / "rollouts.jsonl")
+    assert rollouts and all(r["unscorable"] is None for r in rollouts), [r["unscorable"] for r in rollouts]
+    assert all(r["components"]["custom"] in (0.0, 1.0) for r in rollouts)
+    metrics = read_jsonl(run / "metrics.jsonl")[-1]
+    assert "reward/custom" in metrics and metrics["unscorable"] == 0
+    deadline = time.monotonic() + 30
+    while zygotes() - before and time.monotonic() < deadline:
+        time.sleep(1)
+    assert zygotes() - before == set(), "sandbox workers outlived the training run"
