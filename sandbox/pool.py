@@ -18,6 +18,7 @@ import threading
 
 from .protocol import MAX_BLOB, ProtocolError, encode, read_msg, write_all
 from .results import SandboxError
+from .view import package_dirs, within
 
 STARTUP_TIMEOUT = 120.0
 UID_BASE = 61000
@@ -65,15 +66,11 @@ def private_dirs() -> list[str]:
     """This process's working directory and home, where datasets, checkpoints and keys usually are: the
     zygotes keep them unreadable even when they lie on sys.path, and the self-test tries to read them.
     Not when they lie inside the interpreter's or agentrl's own folders, which the sandbox must read."""
-    import agentrl
-    import agentrl.presets
-
-    ours = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, os.path.dirname(os.path.abspath(__file__)),
-                                          *agentrl.__path__, *agentrl.presets.__path__)]
+    ours = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, *package_dirs())]
     out = []
     for p in (os.getcwd(), os.path.expanduser("~")):
         p = os.path.realpath(p)
-        if p != "/" and not any(os.path.commonpath([p, q]) == q for q in ours) and p not in out:
+        if p != "/" and not any(within(p, q) for q in ours) and p not in out:
             out.append(p)
     return out
 

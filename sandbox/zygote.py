@@ -1,9 +1,10 @@
 """A pre-started worker. Run as `python -I -m agentrl.sandbox.zygote <kind> <uid> <network>`.
 
-At start it enters its own mount, network, IPC and UTS namespaces, mounts a private tmpfs (scratch space) on
-its own directory under /tmp, makes the interpreter readable to an unprivileged uid, imports the heavy
-modules once and builds the Landlock ruleset. It then forks a template (template.py) for each set of declared
-read paths: pid 1 of a fresh pid namespace, locked down once, forking one child per call. The zygote stays
+At start it enters its own mount, network, IPC and UTS namespaces, sets up what calls can see and write
+(view.py: a private scratch tmpfs, hidden shared and home directories, the Landlock read allow-list),
+imports the heavy modules once and measures the isolation it got. It then forks a template (template.py)
+for each set of declared read paths: pid 1 of a fresh pid namespace, locked down once, forking one child
+per call. The zygote stays
 privileged and trusted: it makes each call's pipes, sends the job to the template, reads the results with
 caps, kills a template that overstays, empties the scratch dir and replies to the host.
 """
@@ -16,10 +17,8 @@ import json
 import marshal
 import os
 import select
-import shutil
 import signal
 import socket
-import stat
 import sys
 import time
 import traceback
@@ -27,44 +26,26 @@ import traceback
 from . import cgroup, harden
 from . import template as template_mod
 from .protocol import encode, read_msg, write_all
+from .view import FileView
 
 RESULT_CAP = 1 << 20
 TEMPLATES_MAX = 8   # one per distinct set of declared read paths; the least recently used goes first
 BACKSTOP_S = 3.0    # past a call's timeout, a template that has not reported is killed
 PAGE = os.sysconf("SC_PAGE_SIZE")
-SHARED_DIRS = ("/tmp", "/var/tmp", "/run", "/dev/shm")
-
-
-def _package_dirs() -> list[str]:
-    """agentrl's own source folders. An editable install maps them from the checkout (agentrl/, sandbox/,
-    presets/) without putting the checkout on sys.path, and a checkout under /tmp would otherwise vanish
-    under the tmpfs that covers /tmp."""
-    import agentrl
-    import agentrl.presets
-
-    dirs = [os.path.dirname(os.path.abspath(__file__))]
-    for pkg in (agentrl, agentrl.presets):
-        dirs.extend(os.path.abspath(p) for p in getattr(pkg, "__path__", []))
-    return dirs
 
 
 class Zygote:
     def __init__(self, kind: str, uid: int, network: bool) -> None:
         self.kind, self.uid, self.network = kind, uid, network
         self.report: dict[str, list] = {}
-        self.rulesets: dict[tuple, int] = {}
+        self.fs = FileView(uid, network, self.note)
         self.compiled: dict[tuple, object] = {}
         self.pidns_fd: int | None = None
         self.seccomp: bytes | None = None
-        self.abi = 0
         self.null: int | None = None
-        self.overlays: dict[str, int] = {}
         self.templates: dict[tuple, _Template] = {}
         self.cg_base: str | None = None
         self.cg_count = 0
-        # Exists only in the zygote's mount namespace (inside its own /tmp): a size-capped tmpfs.
-        self.private = f"/tmp/agentrl-sandbox-{uid}"
-        self.scratch = self.private + "/scratch"
 
     def note(self, key: str, ok: bool, reason: str) -> None:
         self.report[key] = [bool(ok), reason]
@@ -72,10 +53,6 @@ class Zygote:
     # ------------------------------------------------------------ setup
     def setup(self) -> None:
         is_root = os.geteuid() == 0
-        # Decided first, before /tmp is covered (the checkout or the virtualenv may live there), and read
-        # by every call with or without a mount namespace: graders may import the agentrl.rewards helpers.
-        self.package_dirs = _package_dirs()
-        self.library = self.library_paths(sys.path)
         flags = harden.CLONE_NEWNS | harden.CLONE_NEWIPC | harden.CLONE_NEWUTS
         if not self.network:
             flags |= harden.CLONE_NEWNET
@@ -85,7 +62,7 @@ class Zygote:
             self.note("net_ns", not self.network, "empty network namespace (no interfaces up)" if not self.network
                       else "network requested by the caller: host network namespace")
             self.note("ipc_uts_ns", True, "private IPC and UTS namespaces")
-            self._mounts()
+            self.fs.mount()
         except OSError as e:
             for key in ("mount_ns", "net_ns", "ipc_uts_ns"):
                 self.note(key, False, f"{e} (needs root or CAP_SYS_ADMIN)")
@@ -99,13 +76,13 @@ class Zygote:
         except OSError as e:
             self.pidns_fd = None
             pidns_error = e
-        self.abi = harden.landlock_abi()
-        self.note("landlock_fs", self.abi >= 1, f"Landlock ABI {self.abi}: read only the interpreter, libraries and "
-                  "declared paths; write only the scratch dir" if self.abi else "kernel has no Landlock")
-        self.note("landlock_net", self.abi >= 4 and not self.network, f"Landlock ABI {self.abi} TCP bind/connect denied"
-                  if self.abi >= 4 and not self.network else "not applied (network requested or ABI < 4)")
-        self.note("landlock_scope", self.abi >= 6, "signals and abstract unix sockets scoped to the sandbox"
-                  if self.abi >= 6 else f"needs Landlock ABI 6, have {self.abi}")
+        self.fs.abi = abi = harden.landlock_abi()
+        self.note("landlock_fs", abi >= 1, f"Landlock ABI {abi}: read only the interpreter, libraries and "
+                  "declared paths; write only the scratch dir" if abi else "kernel has no Landlock")
+        self.note("landlock_net", abi >= 4 and not self.network, f"Landlock ABI {abi} TCP bind/connect denied"
+                  if abi >= 4 and not self.network else "not applied (network requested or ABI < 4)")
+        self.note("landlock_scope", abi >= 6, "signals and abstract unix sockets scoped to the sandbox"
+                  if abi >= 6 else f"needs Landlock ABI 6, have {abi}")
         if harden.X86_64:
             self.seccomp = harden.seccomp_program(deny_connect=not self.network)
             self.note("seccomp", True, f"deny filter: {len(harden.DENIED_SYSCALLS)} syscalls, namespace clone flags, "
@@ -138,135 +115,10 @@ class Zygote:
         import fcntl  # noqa: F401  (everything the child harness uses is imported before forking)
         import agentrl.trajectory  # noqa: F401
         from . import child, policy  # noqa: F401
-        self.base_read = self._read_allowlist()
+        self.fs.base_read = self.fs.read_allowlist()
         # The template for calls without declared paths (all model code, most graders) starts now, before
         # this process has read any call's data: its heap, which every child inherits, holds none.
         self.template(())
-
-    def _mounts(self) -> None:
-        needed = sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, *self.library, *self.package_dirs)
-                         if p and os.path.isdir(p)})
-        harden.mount(None, "/", None, harden.MS_REC | harden.MS_PRIVATE)
-        # Shared scratch and runtime dirs hold other programs' unix sockets (Ray's raylet under /tmp/ray,
-        # dbus under /run), which Landlock ABI < 8 does not stop a connect() to: cover them with empty tmpfs.
-        for d in SHARED_DIRS:
-            if os.path.isdir(d) and not os.path.islink(d):
-                self._overlay(d)
-        self.note("shared_dirs_hidden", True, f"empty tmpfs over {', '.join(SHARED_DIRS)} (no foreign unix sockets)")
-        os.makedirs(self.private, mode=0o711, exist_ok=True)
-        harden.mount("tmpfs", self.private, "tmpfs", harden.MS_NOSUID | harden.MS_NODEV, "size=256m,mode=711")
-        # Paths the interpreter needs may sit below a directory the unprivileged uid cannot enter
-        # (/root/.pyenv under /root 0700): cover that directory with a tmpfs holding only bind mounts.
-        self.expose([p for p in needed if not any(p != q and p.startswith(q + "/") for q in needed)])
-
-    def library_paths(self, path_entries) -> list[str]:
-        """The sys.path entries calls may read, less any that holds the host's working directory or home
-        (AGENTRL_SANDBOX_PRIVATE): a project root that an editable install put on sys.path would
-        otherwise expose the datasets and checkpoints kept beside the code."""
-        private = [p for p in os.environ.get("AGENTRL_SANDBOX_PRIVATE", "").split(os.pathsep) if p]
-        out, left_out = [], []
-        for p in path_entries:
-            if not p:
-                continue
-            p = os.path.realpath(p)
-            (left_out if any(os.path.commonpath([h, p]) == p for h in private) else out).append(p)
-        if left_out:
-            self.note("sys_path_private", True, "not readable although on sys.path, as they hold the host's working "
-                      "directory or home: " + ", ".join(left_out))
-        return out
-
-    def expose(self, paths) -> None:
-        """Make each path reachable for the per-slot uid at its own name, hiding its siblings: a directory
-        that others cannot traverse is covered (once) by a tmpfs, and each exposed path is bind-mounted
-        into it from the original directory. Landlock still decides what may be read."""
-        for p in paths:
-            if self._visible(p) or not p.startswith("/"):
-                continue
-            parts, anc = p.split("/"), None
-            for i in range(2, len(parts)):
-                cand = "/".join(parts[:i])
-                if cand in self.overlays or not os.stat(cand).st_mode & stat.S_IXOTH:
-                    anc = cand
-                    break
-            if anc is None:
-                continue
-            if anc not in self.overlays:
-                self._overlay(anc)
-            source = f"/proc/self/fd/{self.overlays[anc]}/{p[len(anc) + 1:]}"
-            if not os.path.exists(source):
-                continue
-            if os.path.isdir(source):
-                os.makedirs(p, mode=0o755, exist_ok=True)
-            else:
-                os.makedirs(os.path.dirname(p), mode=0o755, exist_ok=True)
-                open(p, "a").close()
-            harden.mount(source, p, None, harden.MS_BIND | harden.MS_REC)
-            self.report.setdefault("hidden_dirs", [True, "covered by tmpfs, only exposed paths visible:"])[1] += f" {p}"
-
-    def _overlay(self, d: str) -> None:
-        """Cover `d` with an empty tmpfs, keeping an fd to the original to bind exposed paths from."""
-        fd = os.open(d, os.O_PATH | os.O_CLOEXEC)
-        harden.mount("tmpfs", d, "tmpfs", harden.MS_NOSUID | harden.MS_NODEV, "size=1m,mode=755")
-        self.overlays[d] = fd
-
-    @staticmethod
-    def _visible(p: str) -> bool:
-        if not os.path.exists(p):
-            return False
-        parts = p.split("/")
-        return all(os.stat("/".join(parts[:i])).st_mode & stat.S_IXOTH for i in range(2, len(parts)))
-
-    def _read_allowlist(self) -> list[str]:
-        paths = {os.path.realpath(p) for p in (sys.base_prefix + "/lib", sys.prefix + "/lib", *self.library,
-                                               *self.package_dirs) if p}
-        paths |= {"/usr/lib", "/lib", "/lib64", "/usr/lib64", "/usr/local/lib", "/dev/null", "/dev/urandom",
-                  "/dev/zero"}
-        if self.network:  # name resolution and TLS roots
-            paths |= {"/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/gai.conf",
-                      "/etc/ssl", "/etc/ca-certificates", "/usr/share/ca-certificates"}
-        return sorted(p for p in paths if os.path.exists(p))
-
-    def declared(self, read_paths) -> tuple[str, ...]:
-        """The declared paths that the base allow-list does not already grant, in a canonical order: the
-        template key. A path inside the interpreter's or agentrl's own folders needs no template of its
-        own, so such calls share the template that started before any call's data was read."""
-        if not read_paths:
-            return ()
-        base = self.base_read
-        return tuple(sorted({p for p in read_paths
-                             if not any(p == b or p.startswith(b.rstrip("/") + "/") for b in base)}))
-
-    def ruleset(self, read_paths: tuple[str, ...]) -> int | None:
-        if self.abi < 1:
-            return None
-        if read_paths not in self.rulesets:
-            if len(self.rulesets) >= 64:
-                for fd in self.rulesets.values():
-                    os.close(fd)
-                self.rulesets.clear()
-            self.expose(read_paths)
-            self.rulesets[read_paths] = harden.landlock_ruleset(
-                self.base_read + list(read_paths), [self.scratch, "/dev/null"], deny_tcp=not self.network, abi=self.abi)
-        return self.rulesets[read_paths]
-
-    def fresh_scratch(self) -> None:
-        """Empty the scratch dir but keep its inode: the cached Landlock rulesets are bound to it."""
-        if not os.path.isdir(self.scratch):
-            os.makedirs(self.scratch, 0o700, exist_ok=True)
-        with os.scandir(self.scratch) as entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    try:
-                        os.unlink(entry.path)
-                    except OSError:
-                        pass
-        st = os.stat(self.scratch)
-        if stat.S_IMODE(st.st_mode) != 0o700:
-            os.chmod(self.scratch, 0o700)
-        if os.geteuid() == 0 and st.st_uid != self.uid:
-            os.chown(self.scratch, self.uid, self.uid)
 
     # ------------------------------------------------------------ templates
     def template(self, read_paths: tuple[str, ...]) -> "_Template":
@@ -280,8 +132,8 @@ class Zygote:
 
     def _start_template(self, read_paths: tuple[str, ...]) -> "_Template":
         from . import template
-        self.fresh_scratch()  # first: a ruleset grants nothing on a path that does not exist yet
-        ruleset = self.ruleset(read_paths)
+        self.fs.fresh_scratch()  # first: a ruleset grants nothing on a path that does not exist yet
+        ruleset = self.fs.ruleset(read_paths)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         if self.pidns_fd is not None:
             harden.unshare(harden.CLONE_NEWPID)  # the next fork is pid 1 of a new pid namespace
@@ -295,7 +147,7 @@ class Zygote:
             raise
         if pid == 0:
             template.main(theirs.fileno(), ruleset, kind=self.kind, network=self.network,
-                          uid=self.uid if os.geteuid() == 0 else None, scratch=self.scratch, seccomp=self.seccomp,
+                          uid=self.uid if os.geteuid() == 0 else None, scratch=self.fs.scratch, seccomp=self.seccomp,
                           pidns=self.pidns_fd is not None)
         if self.pidns_fd is not None:
             harden.setns(self.pidns_fd, harden.CLONE_NEWPID)
@@ -319,7 +171,7 @@ class Zygote:
         child's result and output here, with caps. `grader`: (digest, source) of grader code."""
         if self.null is None:
             self.null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
-        key = self.declared(read_paths)
+        key = self.fs.declared(read_paths)
         for attempt in (1, 2):
             tpl = self.template(key)  # the scratch dir was emptied after the last call
             try:
@@ -443,7 +295,7 @@ class Zygote:
                 os.close(fd)
         if self.pidns_fd is None and tpl.alive:
             self._kill_leftovers(tpl)
-        self.fresh_scratch()
+        self.fs.fresh_scratch()
         report = report or {}
         status = {"exit": report.get("exit"), "timed_out": bool(report.get("timed_out") or timed_out),
                   "overflow": overflow, "elapsed": time.monotonic() - start}

@@ -186,16 +186,17 @@ def test_get_sandbox_is_process_wide():
 def test_sys_path_entries_holding_the_host_folders_stay_unreadable(monkeypatch, tmp_path):
     """An editable install may put a project root on sys.path; its datasets and checkpoints sit beside the
     code. A zygote grants no sys.path entry that holds the host's working directory or home."""
-    from agentrl.sandbox.zygote import Zygote
+    from agentrl.sandbox.view import FileView
 
     project = tmp_path.resolve() / "proj"
     site = project / ".venv" / "lib" / "site-packages"
     site.mkdir(parents=True)
     monkeypatch.setenv("AGENTRL_SANDBOX_PRIVATE", os.pathsep.join([str(project / "runs"), "/home/someone"]))
-    z = Zygote("grader", 61099, False)
-    kept = z.library_paths([str(project), str(site), "/usr/lib/python3", "/home", "", "/"])
+    report = {}
+    view = FileView(61099, False, lambda key, ok, reason: report.__setitem__(key, [ok, reason]))
+    kept = view.library_paths([str(project), str(site), "/usr/lib/python3", "/home", "", "/"])
     assert kept == [str(site), "/usr/lib/python3"]
-    assert z.report["sys_path_private"][1].endswith(f"{project}, /home, /")
+    assert report["sys_path_private"][1].endswith(f"{project}, /home, /")
 
 
 def test_private_dirs_are_the_host_folders_but_not_the_sandbox_own(monkeypatch, tmp_path):
