@@ -115,10 +115,9 @@ def sandbox_workers(overrides: dict[str, Any], cpus: int | None = None) -> int:
     return max(2, (cpus or os.cpu_count() or 2) // max(1, processes))
 
 
-def child_env(run_dir: Path, attempt: int, overrides: dict[str, Any] | None = None) -> dict[str, str]:
+def child_env(run_dir: Path, attempt: int, overrides: dict[str, Any]) -> dict[str, str]:
     env = dict(os.environ)
-    if overrides is not None:
-        env.setdefault("AGENTRL_SANDBOX_WORKERS", str(sandbox_workers(overrides)))
+    env.setdefault("AGENTRL_SANDBOX_WORKERS", str(sandbox_workers(overrides)))
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("WANDB_MODE", "disabled")
     env.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -171,8 +171,9 @@ def self_test(probe_port: int | None, private: list[str]) -> None:
     out = {"uid": os.getuid(), "euid": os.geteuid(), "pid": os.getpid(), "ppid": os.getppid()}
     out["no_new_privs"] = harden.prctl(harden.PR_GET_NO_NEW_PRIVS) == 1
     out["seccomp_mode"] = harden.prctl(harden.PR_GET_SECCOMP)
+    out["probed"] = ["/etc/shadow", "/etc/passwd", "/root", *private]
     out["readable"] = []
-    for path in ("/etc/shadow", "/etc/passwd", "/root", *private):
+    for path in out["probed"]:
         try:
             if os.path.isdir(path):
                 os.listdir(path)
@@ -181,7 +182,6 @@ def self_test(probe_port: int | None, private: list[str]) -> None:
             out["readable"].append(path)
         except OSError:
             pass
-    out["probed"] = ["/etc/shadow", "/etc/passwd", "/root", *private]
     try:
         with open("/var/tmp/agentrl-sandbox-probe", "wb"):
             pass

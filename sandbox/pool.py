@@ -7,6 +7,7 @@ runs in a process that has held dataset items (reference answers) in memory.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import queue
 import select
@@ -35,8 +36,6 @@ class UidBlock:
     process however that ends."""
 
     def __init__(self) -> None:
-        import fcntl
-
         folder = "/run/agentrl-sandbox" if os.geteuid() == 0 and os.path.isdir("/run") else \
             os.path.join(tempfile.gettempdir(), f"agentrl-sandbox-{os.geteuid()}")
         os.makedirs(folder, mode=0o700, exist_ok=True)
