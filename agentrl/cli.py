@@ -114,22 +114,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    from agentrl.config import ConfigError
-    from agentrl.dataset import DatasetError
-    from agentrl.plugins import PluginError
-    from agentrl.runner import RunError
+    from agentrl.errors import AgentrlError
 
-    known: tuple[type[BaseException], ...] = (ConfigError, DatasetError, PluginError, RunError)
-    try:
-        from agentrl.rewards import RewardConfigError
-        from agentrl.tools import ToolConfigError
-
-        known += (RewardConfigError, ToolConfigError)
-    except ImportError:
-        pass
     try:
         return int(args.func(args) or 0)
-    except known as exc:
+    except AgentrlError as exc:
         print(f"agentrl: error: {exc}", file=sys.stderr)
         return 2
 

@@ -27,8 +27,10 @@ from typing import Any, Literal, Optional, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from agentrl.errors import AgentrlError
 
-class ConfigError(Exception):
+
+class ConfigError(AgentrlError):
     """The config is wrong; the message names the key, the file and the fix."""
 
 

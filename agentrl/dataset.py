@@ -15,10 +15,12 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
+from agentrl.errors import AgentrlError
+
 ROLES = {"system", "user", "assistant", "tool"}
 
 
-class DatasetError(Exception):
+class DatasetError(AgentrlError):
     """A dataset row is malformed; the message says file:line, what is wrong, and how to fix it."""
 
 

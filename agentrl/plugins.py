@@ -19,11 +19,12 @@ from typing import Any, Callable
 import pluggy
 
 from agentrl import hookspecs
+from agentrl.errors import AgentrlError
 
 GROUP = "agentrl"
 
 
-class PluginError(Exception):
+class PluginError(AgentrlError):
     """A plugin could not be loaded, or a name is unknown or provided twice."""
 
 

@@ -30,12 +30,13 @@ import yaml
 from agentrl import metrics as run_metrics
 from agentrl.config import ConfigError, check_verl_keys, flatten, load_config, verl_defaults
 from agentrl.dataset import convert
+from agentrl.errors import AgentrlError
 from agentrl.verl_args import build_overrides, child_env, on_cpu, to_cli
 
 MIN_FREE_BYTES = 200 * 1024 * 1024
 
 
-class RunError(Exception):
+class RunError(AgentrlError):
     """The run cannot start or continue; the message says what and where."""
 
 

@@ -22,6 +22,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+from agentrl.errors import AgentrlError
 from agentrl.rewards.errors import Unscorable
 from agentrl.trajectory import as_item, as_sample, unwrap
 
@@ -31,7 +32,7 @@ MAX_ABS = 1e6
 LOADER_OPTIONS = ("env", "network", "timeout", "memory_mb", "read_paths")
 
 
-class RewardConfigError(ValueError):
+class RewardConfigError(AgentrlError, ValueError):
     """A reward spec or its options are wrong; raised when the reward is loaded, not when it runs."""
 
 

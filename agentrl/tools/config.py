@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrl import plugins
+from agentrl.errors import AgentrlError
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _CONNECTION_KEYS = {"command", "args", "env", "cwd", "url", "headers", "type", "transport"}
@@ -30,7 +31,7 @@ _OPTION_KEYS = {"tools", "max_concurrency", "timeout", "retries", "stateful", "c
                 "connect_timeout", "description", "disabled"}
 
 
-class ToolConfigError(ValueError):
+class ToolConfigError(AgentrlError, ValueError):
     """A tool server declaration is wrong; the message names the server, the key and the fix."""
 
 
