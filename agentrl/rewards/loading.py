@@ -280,7 +280,7 @@ def _identical_preset(path: Path) -> Callable | None:
     return None
 
 
-def _looks_like_path(spec: str) -> bool:
+def looks_like_path(spec: str) -> bool:
     return spec.endswith(".py") or "/" in spec or os.sep in spec
 
 
@@ -296,7 +296,7 @@ def load_reward(spec: Any, *, where: str = "", **options: Any) -> Reward:
         return _in_process(name, spec, f"callable {getattr(spec, '__module__', '?')}.{name}", options)
     if not isinstance(spec, str) or not spec:
         raise RewardConfigError(f"reward spec must be a name, a .py path or a callable, got {spec!r}")
-    if _looks_like_path(spec):
+    if looks_like_path(spec):
         path = Path(spec).expanduser()
         if not path.is_file():
             raise RewardConfigError(f"reward file {spec!r} not found (looked in {Path.cwd()}); check the path")

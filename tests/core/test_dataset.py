@@ -49,3 +49,12 @@ def test_convert_keeps_the_whole_row(tmp_path):
     back = [json.loads(o["extra_info"]["agentrl_row"]) for o in out]
     assert back[0]["metadata"] == GOOD["metadata"] and back[1]["metadata"] == rows[1]["metadata"]
     assert back[1]["id"] == "q7" and back[0]["source"] == f"{src}:1"
+
+
+def test_truncated_row_says_it_is_cut_off(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"messages": [{"role": "user", "content": "hi"}]}\n{"messages": [{"role": "user", "con\n')
+    with pytest.raises(DatasetError) as err:
+        list(read_rows(path))
+    text = str(err.value)
+    assert f"{path}:2" in text and "ends before" in text and "column 1" not in text
