@@ -214,12 +214,26 @@ def _read_paths(name: str, declared: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _compiles_in_sandbox(name: str, source: str, filename: str) -> None:
+    """Compile the file under the sandbox's policy now, so a rejected construct stops the run before it
+    starts instead of making every rollout unscorable."""
+    try:
+        from agentrl.sandbox.policy import GraderSourceError, compile_grader
+    except ImportError:  # reported with its fix by the caller
+        return
+    try:
+        compile_grader(source, filename)
+    except GraderSourceError as exc:
+        raise RewardConfigError(f"reward {name!r}: the sandbox will not run {filename}:\n{exc}") from None
+
+
 def _sandboxed(name: str, path: Path, options: dict) -> Reward:
     try:
         source = path.read_text()
     except OSError as exc:
         raise RewardConfigError(f"reward {name!r}: cannot read {path}: {exc.strerror}") from None
     decl = file_declarations(source, str(path))
+    _compiles_in_sandbox(name, source, str(path))
     extra = {k: v for k, v in options.items() if k not in LOADER_OPTIONS}
     if extra:
         raise RewardConfigError(f"reward {name!r} is a file run in the sandbox; options {sorted(extra)} cannot reach it. "

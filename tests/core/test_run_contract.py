@@ -77,3 +77,15 @@ def test_samples_per_prompt_written_as_words(tmp_path):
     with pytest.raises(ConfigError) as err:
         config(tmp_path, "  samples per prompt: 4\n")
     assert "'agentrl.samples_per_prompt'" in str(err.value)
+
+
+def test_reward_file_the_sandbox_rejects_fails_when_loaded(tmp_path):
+    """RestrictedPython refuses names starting with '_': found when the config is loaded, not at every rollout."""
+    from agentrl.rewards import RewardSet
+    from agentrl.rewards.loading import RewardConfigError
+
+    bad = tmp_path / "bad_reward.py"
+    bad.write_text("def grade(sample, item):\n    _secret = 1\n    return 1.0\n")
+    with pytest.raises(RewardConfigError) as err:
+        RewardSet.from_config([{"name": str(bad)}], where="c.yaml: agentrl.rewards")
+    assert "bad_reward.py, line 2" in str(err.value) and "_secret" in str(err.value)
