@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from agentrl import metrics as run_metrics
-from agentrl.config import ConfigError, check_verl_keys, flatten, load_config, verl_defaults
+from agentrl.config import check_verl_keys, flatten, load_config, verl_defaults
 from agentrl.dataset import convert
 from agentrl.errors import AgentrlError
 from agentrl.spec import RunSpec

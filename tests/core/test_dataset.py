@@ -41,7 +41,7 @@ def test_convert_keeps_the_whole_row(tmp_path):
     rows = [GOOD, {"id": "q7", "messages": [{"role": "user", "content": "x"}], "metadata": {"rubric": {"a": [1]}}}]
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert convert(src, tmp_path / "out" / "train.jsonl") == 2
-    out = [json.loads(l) for l in (tmp_path / "out" / "train.jsonl").read_text().splitlines()]
+    out = [json.loads(line) for line in (tmp_path / "out" / "train.jsonl").read_text().splitlines()]
     assert [o["prompt"] for o in out] == [r["messages"] for r in rows]
     assert all(o["agent_name"] == "agentrl" for o in out)
     # verl needs identical extra_info keys on every row: metadata of any shape travels as one string

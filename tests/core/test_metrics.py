@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 
 from agentrl.metrics import check_checkpoint, last_complete_checkpoint, rollout_summary
 from agentrl.runlog import append_jsonl, read_jsonl
