@@ -17,11 +17,11 @@ import inspect
 import math
 import numbers
 import os
-import threading
 import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+from agentrl.deadline import DeadlineExceeded, acall_with_deadline, call_with_deadline
 from agentrl.errors import AgentrlError
 from agentrl.rewards.errors import Unscorable
 from agentrl.trajectory import as_item, as_sample, unwrap
@@ -54,23 +54,10 @@ def _where(exc: BaseException) -> str:
 
 
 def _run_in_thread(fn: Callable[[], Any], timeout: float, name: str) -> Any:
-    """Run ``fn`` in a daemon thread and wait at most ``timeout`` s. Works off the main thread."""
-    box: dict = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # carried to the caller
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name=f"reward-{name}", daemon=True)
-    thread.start()
-    thread.join(timeout)
-    if thread.is_alive():
-        raise Unscorable(f"{name}: timeout after {timeout:g}s")
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
+    try:
+        return call_with_deadline(fn, timeout, name)
+    except DeadlineExceeded:
+        raise Unscorable(f"{name}: timeout after {timeout:g}s") from None
 
 
 class Reward:
@@ -124,27 +111,9 @@ class Reward:
 
 async def _in_thread_async(fn: Callable[[], Any], timeout: float, name: str) -> Any:
     """Like ``_run_in_thread`` without blocking the event loop; a stuck thread is abandoned, not awaited."""
-    loop = asyncio.get_running_loop()
-    fut = loop.create_future()
-
-    def done(ok: bool, value: Any) -> None:
-        if not fut.done():
-            fut.set_result(value) if ok else fut.set_exception(value)
-
-    def target() -> None:
-        try:
-            value, ok = fn(), True
-        except BaseException as exc:
-            value, ok = exc, False
-        try:
-            loop.call_soon_threadsafe(done, ok, value)
-        except RuntimeError:  # loop closed after a timeout
-            pass
-
-    threading.Thread(target=target, name=f"reward-{name}", daemon=True).start()
     try:
-        return await asyncio.wait_for(fut, timeout)
-    except asyncio.TimeoutError:
+        return await acall_with_deadline(fn, timeout, name)
+    except DeadlineExceeded:
         raise Unscorable(f"{name}: timeout after {timeout:g}s") from None
 
 
