@@ -248,18 +248,18 @@ def _in_process(name: str, fn: Callable, origin: str, options: dict) -> Reward:
 
 
 def _identical_preset(path: Path) -> Callable | None:
-    """The preset's grade() when ``path`` holds exactly a trusted preset's text (custom is never trusted)."""
-    import importlib
-
-    from agentrl.rewards.builtin import TRUSTED_PRESETS, preset_path
+    """The registered grade() whose preset file ``path`` reproduces byte for byte. Only callables qualify:
+    a preset registered as a path (``custom``) is sandboxed code itself."""
+    from agentrl import plugins
 
     try:
         text = path.read_bytes()
     except OSError:
         return None
-    for name in TRUSTED_PRESETS:
-        if preset_path(name).read_bytes() == text:
-            return importlib.import_module(f"agentrl.presets.{name}").grade
+    for entry in plugins.rewards().values():
+        source = entry.extra.get("source")
+        if source and callable(entry.value) and Path(source).read_bytes() == text:
+            return entry.value
     return None
 
 
