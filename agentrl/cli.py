@@ -20,7 +20,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 def _cmd_train(args: argparse.Namespace) -> int:
     from agentrl.runner import train
 
-    return train(args.config, args.overrides)
+    return train(args.config, args.overrides, check_tools=not args.skip_tool_check)
 
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
@@ -92,6 +92,8 @@ def parser() -> argparse.ArgumentParser:
     t = sub.add_parser("train", help="train, or resume, the run a config describes")
     t.add_argument("config")
     t.add_argument("overrides", nargs="*", help="key=value, e.g. agentrl.batch_size=4 trainer.total_epochs=2")
+    t.add_argument("--skip-tool-check", action="store_true",
+                   help="start without first asking every tool server for its tools")
     t.set_defaults(func=_cmd_train)
     pl = sub.add_parser("plugins", help="list loaded plugins and what they register")
     pl.set_defaults(func=_cmd_plugins)

@@ -70,7 +70,7 @@ def resolve_model(model: str) -> tuple[str, dict]:
     return paths["model_path"], paths
 
 
-def prepare(config_path: str, overrides: list[str]) -> dict[str, Any]:
+def prepare(config_path: str, overrides: list[str], check_tools: bool = True) -> dict[str, Any]:
     """Validate everything that can be validated before Ray starts; return the launch plan."""
     settings, verl_part, doc = load_config(config_path, overrides)
     verl_keys = flatten(verl_part)
@@ -91,6 +91,8 @@ def prepare(config_path: str, overrides: list[str]) -> dict[str, Any]:
         from agentrl.tools import parse_servers_config
 
         parse_servers_config(settings.tools, allow=settings.tool_allow)
+        if check_tools:
+            _check_tools(settings.tools, str(config_path))
 
     model_path, demo_paths = resolve_model(settings.model)
     train_src = settings.train_data if settings.train_data != "demo" else demo_paths.get("train_path")
@@ -153,6 +155,17 @@ def _lock_run_dir(run_dir: Path):
     return handle
 
 
+def _check_tools(tools: Any, where: str) -> None:
+    """Every tool server answers ``list_tools`` now, before Ray starts (``--skip-tool-check`` skips this)."""
+    from agentrl.tools.cli import check
+
+    text, ok = check(tools)
+    if not ok:
+        raise RunError(f"{where}: agentrl.tools: a tool server did not answer:\n{text}\n"
+                       f"Fix the server or its entry, check it with `agentrl tools check {where}`, or start "
+                       f"anyway with `agentrl train --skip-tool-check`")
+
+
 def _check_sandbox(described: list[dict], run_dir: Path, where: str) -> None:
     """Say what isolation untrusted code gets on this machine before anything starts, and refuse to start
     when a reward runs model-written code under isolation too weak for it (unless the user opted in)."""
@@ -178,8 +191,8 @@ def _check_sandbox(described: list[dict], run_dir: Path, where: str) -> None:
         box.close()
 
 
-def train(config_path: str, overrides: list[str], out=sys.stdout) -> int:
-    plan = prepare(config_path, overrides)
+def train(config_path: str, overrides: list[str], out=sys.stdout, check_tools: bool = True) -> int:
+    plan = prepare(config_path, overrides, check_tools=check_tools)
     run_dir: Path = plan["run_dir"]
     lock = plan["lock"]
     attempt = _attempt_number(run_dir)

@@ -294,7 +294,10 @@ def test_dead_tool_server_makes_rollouts_unscorable_not_zero(tmp_path, demo):
     unscorable with the cause, and never record a 0 reward for them."""
     dead = {"dead": {"command": sys.executable, "args": ["-c", "import sys; sys.exit(3)"], "retries": 1}}
     config = write_config(tmp_path, demo, tools=dead, max_steps=1, save_every=0)
-    result = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, timeout=1200)
+    checked = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, timeout=300)
+    assert checked.returncode == 2 and "--skip-tool-check" in checked.stderr  # found before Ray starts
+    result = subprocess.run(AGENTRL + ["train", str(config), "--skip-tool-check"], capture_output=True, text=True,
+                            timeout=1200)
     assert result.returncode == 0, result.stdout + result.stderr
     run = tmp_path / "run"
     rollouts = read_jsonl(run / "rollouts.jsonl")
