@@ -105,6 +105,10 @@ def check_checkpoint(run_dir: Path) -> dict | None:
     previous = last_complete_checkpoint(run_dir)
     if previous and previous.get("step") == step:
         return None
+    from agentrl.lora_merge import merge_lora_checkpoint
+
+    if (hf / "config.json").exists():
+        merge_lora_checkpoint(folder / "actor")  # LoRA: verl wrote adapter names; make it a plain HF model
     weights = list(hf.glob("*.safetensors")) + list(hf.glob("*.bin"))
     if not (hf / "config.json").exists() or not weights:
         return None

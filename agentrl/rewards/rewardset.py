@@ -12,10 +12,11 @@ import asyncio
 import math
 import threading
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agentrl.rewards.errors import Unscorable
-from agentrl.rewards.loading import Reward, RewardConfigError, load_reward
+from agentrl.rewards.loading import Reward, RewardConfigError, load_reward, looks_like_path
 
 
 @dataclass
@@ -39,6 +40,13 @@ class Component:
     reward: Reward
 
 
+def _default_label(name: Any) -> str:
+    """A component's name in metrics: a preset's name, a file's stem (``./my_reward.py`` -> my_reward)."""
+    if isinstance(name, str):
+        return Path(name).stem if looks_like_path(name) else name
+    return getattr(name, "__name__", "reward")
+
+
 class RewardSet:
     """Weighted rewards. Each entry: ``{"name": ..., "weight": 1.0, "label": ..., **options}`` or a bare name."""
 
@@ -58,7 +66,7 @@ class RewardSet:
             weight = entry.pop("weight", 1.0)
             if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 0:
                 raise RewardConfigError(f"{at}: weight must be a finite number >= 0 (0 = log only), got {weight!r}")
-            label = entry.pop("label", name if isinstance(name, str) else getattr(name, "__name__", "reward"))
+            label = entry.pop("label", _default_label(name))
             if any(c.label == label for c in self.components):
                 raise RewardConfigError(f"{at}: two rewards are labelled {label!r}; give one a distinct \"label\"")
             reward = load_reward(name, where=at, **entry)

@@ -214,7 +214,8 @@ def test_readme_config_with_kl_and_lora_leaves_a_checkpoint(resumed_run):
     assert status["complete"] and status["step"] == STEPS_RESUMED  # save_every unset: every epoch and the end
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    AutoModelForCausalLM.from_pretrained(status["hf_model"])
+    _, loading = AutoModelForCausalLM.from_pretrained(status["hf_model"], output_loading_info=True)
+    assert not any(loading.values()), loading  # LoRA folded in: plain names, nothing missing or unexpected
     AutoTokenizer.from_pretrained(status["hf_model"])
     metrics = [m for m in read_jsonl(run / "metrics.jsonl") if not m["validation"]]
     assert all(m["kl_loss"] is not None for m in metrics)  # the reference model ran: kl_coef > 0 on CPU
