@@ -160,6 +160,7 @@ def _check_tools(tools: Any, where: str) -> None:
     from agentrl.tools.cli import check
 
     text, ok = check(tools)
+    print(f"tool servers: {text.splitlines()[-1]}", file=sys.stderr)
     if not ok:
         raise RunError(f"{where}: agentrl.tools: a tool server did not answer:\n{text}\n"
                        f"Fix the server or its entry, check it with `agentrl tools check {where}`, or start "
