@@ -89,3 +89,24 @@ def test_reward_file_the_sandbox_rejects_fails_when_loaded(tmp_path):
     with pytest.raises(RewardConfigError) as err:
         RewardSet.from_config([{"name": str(bad)}], where="c.yaml: agentrl.rewards")
     assert "bad_reward.py, line 2" in str(err.value) and "_secret" in str(err.value)
+
+
+def test_run_spec_round_trips_and_a_worker_state_builds_from_it_without_verl(tmp_path):
+    import json
+
+    from agentrl.spec import RunSpec, SpecError
+    from agentrl.worker import WorkerState
+
+    settings, _, _ = config(tmp_path, "  agent: {max_turns: 3}\n")
+    spec = RunSpec.from_settings(settings, tmp_path / "run")
+    path = tmp_path / "agentrl_spec.json"
+    spec.write(path)
+    back = RunSpec.read(path)
+    assert back == spec and back.agent.max_turns == 3
+    state = WorkerState(back)  # what a local engine does: no file, no verl
+    assert [c.label for c in state.rewards.components] == ["math"]
+    raw = json.loads(path.read_text())
+    raw["agent"]["max_turnz"] = 3
+    path.write_text(json.dumps(raw))
+    with pytest.raises(SpecError, match="rerun `agentrl train`"):
+        RunSpec.read(path)
