@@ -162,7 +162,28 @@ def rewind(run_dir: Path, step: int, attempt: int) -> int:
                 fh.writelines(drop)
             _write_atomic(path, "".join(keep))
             moved += len(drop)
+    _recover_lost_steps(Path(run_dir), step)
     return moved
+
+
+def _recover_lost_steps(run_dir: Path, step: int) -> None:
+    """verl saves a step's checkpoint before it logs the step's metrics: an attempt stopped in between
+    leaves a checkpointed step with rollouts but no metrics line. Write that line from its rollouts
+    (``"recovered": true``, without verl's own metrics) so the curve has no hole."""
+    rollouts, _ = read_jsonl(run_dir / "rollouts.jsonl")
+    metrics, _ = read_jsonl(run_dir / "metrics.jsonl")
+    have = {m.get("step") for m in metrics if not m.get("validation")}
+    by_step: dict[int, list[dict]] = defaultdict(list)
+    for r in rollouts:
+        if not r.get("validation") and isinstance(r.get("step"), int) and 0 < r["step"] <= step:
+            by_step[r["step"]].append(r)
+    lost = sorted(set(by_step) - have)
+    if not lost:
+        return
+    for n in lost:
+        metrics.append({"step": n, "validation": False, "recovered": True, **rollout_summary(by_step[n])})
+    metrics.sort(key=lambda m: (m.get("step") if isinstance(m.get("step"), int) else -1, bool(m.get("validation"))))
+    _write_atomic(run_dir / "metrics.jsonl", "".join(json.dumps(m) + "\n" for m in metrics))
 
 
 def _fmt(value: Any) -> str:

@@ -97,3 +97,16 @@ def test_rewind_sets_aside_what_a_resumed_run_writes_again(tmp_path):
         assert kept == [(0, True), (1, False), (2, False)]
         aside = [(r["step"], r["validation"]) for r in read_jsonl(tmp_path / "logs" / f"rewound.2.{name}")[0]]
         assert aside == [(2, True), (3, False)]
+
+
+def test_a_checkpointed_step_whose_metrics_line_was_lost_is_recovered_from_its_rollouts(tmp_path):
+    from agentrl.metrics import rewind
+
+    (tmp_path / "logs").mkdir()
+    append_jsonl(tmp_path / "metrics.jsonl", {"step": 1, "validation": False, "loss": 0.1})
+    for step in (1, 2, 2, 3):  # step 2 was checkpointed, then the attempt stopped before verl logged it
+        append_jsonl(tmp_path / "rollouts.jsonl", _rollout(step, False, 1.0, f"r{step}{id(step)}"))
+    rewind(tmp_path, 2, attempt=2)
+    lines = read_jsonl(tmp_path / "metrics.jsonl")[0]
+    assert [(m["step"], m.get("recovered", False)) for m in lines] == [(1, False), (2, True)]
+    assert lines[1]["rollouts"] == 2 and lines[1]["reward_mean"] == 1.0

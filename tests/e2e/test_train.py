@@ -218,7 +218,8 @@ def test_readme_config_with_kl_and_lora_leaves_a_checkpoint(resumed_run):
     assert not any(loading.values()), loading  # LoRA folded in: plain names, nothing missing or unexpected
     AutoTokenizer.from_pretrained(status["hf_model"])
     metrics = [m for m in read_jsonl(run / "metrics.jsonl") if not m["validation"]]
-    assert all(m["kl_loss"] is not None for m in metrics)  # the reference model ran: kl_coef > 0 on CPU
+    logged = [m for m in metrics if not m.get("recovered")]
+    assert logged and all(m["kl_loss"] is not None for m in logged)  # the reference model ran: kl_coef > 0 on CPU
 
 
 def test_metrics_show_each_step_once_and_validation_apart(resumed_run):
@@ -227,6 +228,7 @@ def test_metrics_show_each_step_once_and_validation_apart(resumed_run):
     train = [m for m in metrics if m["validation"] is False]
     val = [m for m in metrics if m["validation"] is True]
     assert [m["step"] for m in train] == list(range(1, STEPS_RESUMED + 1))
+    # a step checkpointed just before an attempt stopped may have lost verl's own metrics, not its line
     for key in ("reward_mean", "reward_std", "reward/math", "reward/my_reward", "response_length", "kl",
                 "advantages_mean", "loss", "entropy", "grad_norm", "learning_rate", "tool_calls_per_rollout",
                 "step_time", "unscorable"):
