@@ -248,7 +248,12 @@ def check_verl_keys(verl_keys: dict[str, Any], defaults: dict, source: str) -> N
                 continue
             options = list(node) if isinstance(node, dict) else []
             where = ".".join(walked) or "the top level"
-            problems.append(f"unknown verl key {dotted!r}: {where} has no {part!r}.{_nearest(part, options)}")
+            hint = _nearest(part, options)
+            if not walked:  # an agentrl setting written outside the agentrl: block
+                ours = suggest(tuple(dotted.split(".")), AgentrlSettings)
+                if "'agentrl." in ours or dotted in AgentrlSettings.model_fields:
+                    hint = ours if "'agentrl." in ours else f" It belongs under 'agentrl.{dotted}'."
+            problems.append(f"unknown verl key {dotted!r}: {where} has no {part!r}.{hint}")
             break
     if problems:
         raise ConfigError(f"{source}: " + "; ".join(problems) + " (prefix a key with '+' to add a new one on purpose)")

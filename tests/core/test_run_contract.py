@@ -110,3 +110,13 @@ def test_run_spec_round_trips_and_a_worker_state_builds_from_it_without_verl(tmp
     path.write_text(json.dumps(raw))
     with pytest.raises(SpecError, match="rerun `agentrl train`"):
         RunSpec.read(path)
+
+
+def test_an_agentrl_setting_outside_the_agentrl_block_is_pointed_home():
+    from agentrl.config import check_verl_keys
+
+    defaults = {"trainer": {"total_epochs": 1}}
+    for key, home in (("num_generations", "agentrl.samples_per_prompt"), ("batch_size", "agentrl.batch_size")):
+        with pytest.raises(ConfigError) as err:
+            check_verl_keys({key: 4}, defaults, "c.yaml")
+        assert f"'{home}'" in str(err.value), str(err.value)
