@@ -2,15 +2,16 @@
 
     runs/NAME/
       config.yaml              the config as resolved (agentrl block + verl overrides)
-      agentrl_spec.json        what the agent loop and rewards read inside verl's workers
+      agentrl_spec.json        the typed RunSpec the agent loop and rewards read inside verl's workers
       data/train.jsonl         the checked dataset in verl's row format
       training.log             everything verl printed (all attempts, appended)
-      metrics.jsonl            one line per step: verl's metrics plus reward components and tool use
-      rollouts.jsonl           every trajectory: ids, step, messages, tool calls and results, reward parts
+      metrics.jsonl            a line per training step and one per evaluation ("validation": true, val/* keys)
+      rollouts.jsonl           every trajectory: ids, trainer step, split, messages, tool calls, reward parts
       checkpoints/global_step_N/...  verl checkpoints, with an HF-format model under actor/huggingface
       checkpoint_status.json   the last *complete* checkpoint (written only after verl finished it)
 
 Running ``agentrl train`` again on the same run directory resumes from the last complete checkpoint.
+verl runs under ``agentrl.guard``, which stops its whole process tree when this process dies, however.
 """
 
 from __future__ import annotations
