@@ -10,7 +10,7 @@ agentrl stops verl, Ray and the tool servers within seconds. It holds the run di
 inherited descriptor, also inherited by verl's main process) until the last process of the attempt has
 exited, so a new ``agentrl train`` cannot start beside leftovers.
 
-SIGINT or SIGTERM from the runner asks for a graceful stop (verl gets SIGINT and ``grace`` seconds);
+SIGINT or SIGTERM from the runner asks for a graceful stop (verl gets SIGINT and ``GRACE`` seconds);
 the runner's death means a fast stop (SIGTERM, then SIGKILL after ``FAST_GRACE`` seconds).
 """
 
@@ -29,6 +29,10 @@ import psutil
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 FAST_GRACE = 4.0
+# Ctrl-C: verl gets SIGINT and this long to stop by itself. verl's training loop does not stop on SIGINT
+# (it trained on through whole steps and saved checkpoints while Ray shut down), so it is kept short; a
+# checkpoint cut off half-written is ignored on resume (verl writes its tracker file last).
+GRACE = 5.0
 
 
 def _prctl(option: int, value: int) -> None:
@@ -96,7 +100,7 @@ def stop_tree(verl: subprocess.Popen, grace: float) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m agentrl.guard")
     parser.add_argument("--lock-fd", type=int, default=None)
-    parser.add_argument("--grace", type=float, default=30.0)
+    parser.add_argument("--grace", type=float, default=GRACE)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command

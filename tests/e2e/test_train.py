@@ -52,14 +52,14 @@ def ray_processes() -> list[str]:
     return [p for p in out if "raylet" in p or "gcs_server" in p]
 
 
-def wait_for(predicate, timeout: float, proc: subprocess.Popen) -> None:
+def wait_for(predicate, timeout: float, proc: subprocess.Popen, every: float = 2.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
         if proc.poll() is not None:
             raise AssertionError(f"agentrl exited early with {proc.returncode}:\n{proc.stdout.read()}")
-        time.sleep(2)
+        time.sleep(every)
     proc.kill()
     raise AssertionError("timed out")
 
@@ -68,7 +68,7 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-STEPS_RESUMED = 4
+STEPS_RESUMED = 6  # steps are short here: room for two stops before the end
 MY_REWARD = """
 def grade(sample, item):
     expected = item["metadata"].get("expected_answer")
@@ -148,17 +148,18 @@ def resumed_run(tmp_path_factory, demo):
 
     first = subprocess.Popen(AGENTRL + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True, env=env, cwd=elsewhere)
-    wait_for(lambda: tracker_step(run) >= 1, 900, first)
+    wait_for(lambda: tracker_step(run) >= 1, 900, first, every=0.2)
     tree = tree_of(first.pid)
     first.send_signal(signal.SIGINT)  # what Ctrl-C does
     result["out1"], _ = first.communicate(timeout=240)
     result["rc1"] = first.returncode
     result["alive_after_sigint"] = [p.cmdline() for p in alive(tree)]
+    result["step_after_sigint"] = tracker_step(run)
 
     step_before_kill = tracker_step(run)
     second = subprocess.Popen(AGENTRL + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, env=env, cwd=elsewhere)
-    wait_for(lambda: tracker_step(run) > step_before_kill, 900, second)
+    wait_for(lambda: tracker_step(run) > step_before_kill, 900, second, every=0.2)
     tree = tree_of(second.pid)
     result["tree_size"] = len(tree)
     result["running_at_kill"] = second.poll() is None
@@ -186,6 +187,7 @@ def resumed_run(tmp_path_factory, demo):
 
 def test_sigint_stops_everything_and_exits_130(resumed_run):
     assert resumed_run["rc1"] == 130, resumed_run["out1"]
+    assert resumed_run["step_after_sigint"] < STEPS_RESUMED, "verl trained on to the end after Ctrl-C"
     assert "interrupted" in resumed_run["out1"]
     assert resumed_run["alive_after_sigint"] == []
 
