@@ -146,8 +146,10 @@ def resumed_run(tmp_path_factory, demo):
     zygotes_before = zygotes()
     result: dict = {"run": run}
 
+    # a shell's background job ignores SIGINT and passes that on: give agentrl the terminal's default back
     first = subprocess.Popen(AGENTRL + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True, env=env, cwd=elsewhere)
+                             text=True, env=env, cwd=elsewhere,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     wait_for(lambda: tracker_step(run) >= 1, 900, first, every=0.2)
     tree = tree_of(first.pid)
     first.send_signal(signal.SIGINT)  # what Ctrl-C does
