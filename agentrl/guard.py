@@ -132,10 +132,13 @@ def main(argv: list[str] | None = None) -> int:
             break
         time.sleep(0.2)
     stop_tree(verl, grace=0.0)  # Ray's daemons and any straggler of the tree
-    if args.lock_fd is not None:
-        os.close(args.lock_fd)
     return code if code is not None else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # exit at once: the inherited lock descriptor is released by the exit itself, so no moment exists in
+    # which the lock is free and this process still runs
+    os._exit(status)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import math
-import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentrl.deadline import call_with_deadline
 from agentrl.rewards.errors import Unscorable
 from agentrl.rewards.loading import Reward, RewardConfigError, load_reward, looks_like_path
 
@@ -120,17 +120,6 @@ class RewardSet:
             asyncio.get_running_loop()
         except RuntimeError:
             return asyncio.run(self.ascore(sample, item))
-        box: dict = {}
-
-        def run() -> None:
-            try:
-                box["result"] = asyncio.run(self.ascore(sample, item))
-            except BaseException as exc:  # re-raised in the caller's thread
-                box["error"] = exc
-
-        thread = threading.Thread(target=run, name="agentrl-rewardset")
-        thread.start()
-        thread.join()
-        if "error" in box:
-            raise box["error"]
-        return box["result"]
+        # every component has its own deadline; this one only stops a wait on a set that hangs past all of them
+        deadline = sum(c.reward.timeout for c in self.components) + 30.0
+        return call_with_deadline(lambda: asyncio.run(self.ascore(sample, item)), deadline, "rewardset")
