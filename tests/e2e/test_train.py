@@ -176,6 +176,8 @@ def resumed_run(tmp_path_factory, demo):
     result["lock_free_while_alive"] = lock_taken_early
     result["alive_after_kill"] = [p.cmdline() for p in alive(tree)]
     result["step_at_kill"] = tracker_step(run)  # what verl really reached; the watcher died with agentrl
+    (root / "kill9.json").write_text(json.dumps({k: result[k] for k in ("tree_size", "seconds_to_clean",
+                                                                        "step_at_kill")}))
 
     third = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, env=env,
                            cwd=elsewhere, timeout=1200)
