@@ -156,7 +156,12 @@ def create_app(root: str | Path, background: bool = True) -> FastAPI:
         view = "groups" if q.get("view") == "groups" else "list"
         pg = explorer_page(idx, step, page=_int(q.get("page"), 1) or 1, filters=f, validation=validation,
                            group=group, groups=view == "groups")
-        cur = next((s for s in steps if s["step"] == step and s["validation"] == validation), None)
+        at = next((i for i, s in enumerate(steps) if s["step"] == step and s["validation"] == validation), None)
+        cur = steps[at] if at is not None else None
+        pos = at if at is not None else sum(1 for s in steps if s["step"] < step)
+        after = pos + 1 if at is not None else pos  # the first step after the one asked for
+        near = {"prev": steps[pos - 1] if pos > 0 else None, "next": steps[after] if after < len(steps) else None,
+                "window": steps[max(0, pos - 12): pos + 13]}
         prompts = len(idx.group_rewards(step, validation)) if cur else 0
 
         def link(n: int) -> str:
@@ -165,7 +170,7 @@ def create_app(root: str | Path, background: bool = True) -> FastAPI:
             return "?" + urlencode(params)
 
         return page("rollouts.html", root="../" * (name.count("/") + 2), info={"name": name}, steps=steps, page=pg,
-                    cur=cur, prompts=prompts, f=f, view=view, group=group, link=link)
+                    cur=cur, near=near, prompts=prompts, f=f, view=view, group=group, link=link)
 
     @app.get("/runs/{name:path}", response_class=HTMLResponse)
     def _run(name: str) -> HTMLResponse:

@@ -193,7 +193,9 @@ def run_info(run_dir: Path, name: str | None = None) -> dict[str, Any]:
         if not (run_dir / "training.log").exists():
             detail = "never started (no training.log)"
         else:
-            detail = error_tail(run_dir / "training.log", lines=8)
+            tail = error_tail(run_dir / "training.log", lines=8)
+            detail = tail if re.search(r"(Error|Exception)\b", tail) else \
+                "training.log ends without an error: the trainer was interrupted or killed"
         if checkpoint:
             detail = f"stopped at step {step}; `agentrl train` on this config resumes from step {checkpoint['step']}\n" + detail
     mtimes = [p.stat().st_mtime for p in (run_dir / "metrics.jsonl", run_dir / "training.log") if p.exists()]

@@ -37,7 +37,8 @@ def write_config(run: Path, total: int, batch: int = 4, samples: int = 4) -> Non
 
 
 def rollout(step: int, prompt: int, sample: int, rng: random.Random, pad: int = 0, validation: bool = False) -> dict:
-    a, b = rng.randint(1, 99), rng.randint(1, 99)
+    task = random.Random(prompt * 7919 + step * 104729)  # every sample of a prompt gets the same question
+    a, b = task.randint(1, 99), task.randint(1, 99)
     use_tool = rng.random() < min(0.95, 0.2 + step * 0.03)
     right = rng.random() < (0.9 if use_tool else 0.2)
     answer = a + b if right else a + b + rng.randint(1, 9)

@@ -50,8 +50,8 @@ const AR = (function () {
       const comps = [...new Set(L.flatMap((l) => Object.keys(l).filter((k) => k.startsWith("reward/"))))].sort();
       comps.forEach((k, i) => t.push(line(k.slice(7), col(L, k), { line: { color: COLORS[(i + 1) % COLORS.length], dash: "dot" } })));
       const u = col(L, "unscorable");
-      t.push({ name: "unscorable", x: u.x, y: u.y, type: "bar", yaxis: "y2", marker: { color: "rgba(214,39,40,0.45)" } });
-      return { traces: t, layout: { yaxis2: { overlaying: "y", side: "right", title: "unscorable", rangemode: "tozero", showgrid: false } } };
+      t.push({ name: "unscorable", x: u.x, y: u.y, type: "bar", yaxis: "y2", marker: { color: "rgba(214,39,40,0.25)" }, width: 0.3 });
+      return { traces: t, layout: { yaxis2: { overlaying: "y", side: "right", title: "unscorable", rangemode: "tozero", showgrid: false, tickformat: "d" } } };
     } },
     { id: "response_length", title: "Response length (tokens): mean, min, max", build(L) {
       return { traces: [line("mean", col(L, "response_length")), line("max", col(L, "response_length/max"), { line: { dash: "dot" } }),
