@@ -54,13 +54,15 @@ def build_report(run_dir: str | Path, steps: int = 12, per_step: int = 4) -> str
         idx.close()
     metrics, _ = rundir.metric_lines(run_dir)
     info = rundir.run_info(run_dir)
-    data = {"info": info, "metrics": metrics, "steps": all_steps, "checkpoints": rundir.checkpoints(run_dir)}
+    generated = time.strftime("%Y-%m-%d %H:%M:%S")
+    data = {"info": info, "metrics": metrics, "steps": all_steps, "checkpoints": rundir.checkpoints(run_dir),
+            "generated": generated}
     inline = {"css": (STATIC / "style.css").read_text(), "plotly": plotly_js().read_text(),
               "app": (STATIC / "app.js").read_text()}
     return templates().get_template("report.html").render(
         root="", inline=inline, info=info, config=rundir.config_view(run_dir), blocks=blocks,
         log="\n".join(rundir.log_tail(run_dir, 200)), data_json=_script_json(data),
-        generated=time.strftime("%Y-%m-%d %H:%M:%S"), tools=sorted({t for b in blocks for t in b["tools"]}))
+        generated=generated, tools=sorted({t for b in blocks for t in b["tools"]}))
 
 
 def write_report(run_dir: str | Path, output: str | Path, steps: int = 12, per_step: int = 4) -> Path:

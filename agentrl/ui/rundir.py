@@ -210,17 +210,26 @@ def run_info(run_dir: Path, name: str | None = None) -> dict[str, Any]:
     }
 
 
+def _first_metric(run_dir: Path) -> dict[str, Any]:
+    try:
+        with (run_dir / "metrics.jsonl").open("rb") as fh:
+            return json.loads(fh.readline())
+    except (OSError, ValueError):
+        return {}
+
+
 def _eta(run_dir: Path, step: int, total: int | None) -> float | None:
-    """Remaining steps times the pace between the first and last step lines (start-up left out)."""
+    """Remaining steps times the pace between the first and last step lines (start-up left out).
+    Reads only those two lines, so a long run's metrics.jsonl costs nothing per poll."""
     if not total or step >= total:
         return None
-    lines, _ = metric_lines(run_dir)
-    times = [(int(r["step"]), _parse_time(r.get("time"))) for r in lines if isinstance(r.get("step"), int)]
-    times = [(s, t) for s, t in times if t is not None]
-    if len(times) >= 2 and times[-1][0] > times[0][0]:
-        pace = (times[-1][1] - times[0][1]) / (times[-1][0] - times[0][0])
-    elif lines and isinstance(lines[-1].get("step_time"), (int, float)):
-        pace = lines[-1]["step_time"]
+    first, last = _first_metric(run_dir), _last_metric(run_dir)
+    t0, t1 = _parse_time(first.get("time")), _parse_time(last.get("time"))
+    s0, s1 = first.get("step"), last.get("step")
+    if None not in (t0, t1) and isinstance(s0, int) and isinstance(s1, int) and s1 > s0:
+        pace = (t1 - t0) / (s1 - s0)
+    elif isinstance(last.get("step_time"), (int, float)):
+        pace = last["step_time"]
     else:
         return None
     return max(0.0, pace * (total - step))

@@ -7,10 +7,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
-
-import pytest
 
 from agentrl.cli import main
 from agentrl.ui import server

@@ -227,6 +227,7 @@ const AR = (function () {
     ["smooth", "from", "to"].forEach((id) => document.getElementById(id).addEventListener("input", redraw));
     document.getElementById("reset").onclick = () => { document.getElementById("from").value = ""; document.getElementById("to").value = ""; redraw(); };
     showInfo(data.info); showSnapshot(data.metrics, data.steps); showCheckpoints(data.checkpoints);
+    setText("[data-f=updated]", "as of " + data.generated);
     redraw();
     const pick = document.getElementById("step-pick");
     const filt = () => {
