@@ -15,6 +15,7 @@ left for the next call.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import math
 import os
@@ -137,8 +138,10 @@ class RolloutIndex:
         self.db.commit()
 
     def update(self) -> int:
-        """Index what was appended since the last call; returns the number of new rollouts."""
-        with self.lock:
+        """Index what was appended since the last call; returns the number of new rollouts.
+        Several processes may share one index (two `agentrl ui`, a report): a file lock makes one extend it."""
+        with self.lock, open(str(self.db_path) + ".lock", "w") as guard:
+            fcntl.flock(guard, fcntl.LOCK_EX)
             try:
                 size = self.file.stat().st_size
             except OSError:

@@ -131,3 +131,25 @@ def test_read_only_run_directory_keeps_its_index_in_the_cache(tmp_path, monkeypa
         assert str(idx.db_path).startswith(str(tmp_path / "home"))
     finally:
         run.chmod(0o755)
+
+
+def test_two_processes_extending_one_index_do_not_count_twice(tmp_path):
+    import multiprocessing
+
+    run = write_run(tmp_path / "r", steps=20, prompts=16, samples=16, pad=2000)
+    ctx = multiprocessing.get_context("spawn")
+    start = ctx.Barrier(3)  # all three start indexing the same bytes at once
+    procs = [ctx.Process(target=_update, args=(str(run), start)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    idx = RolloutIndex(run)
+    assert idx.update() == 0
+    assert sum(s["rollouts"] for s in idx.steps()) == len(plain_read(run / "rollouts.jsonl"))
+
+
+def _update(run: str, start) -> None:
+    idx = RolloutIndex(run)
+    start.wait()
+    idx.update()
