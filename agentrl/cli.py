@@ -144,7 +144,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args, extra = p.parse_known_args(argv)
+    if extra and args.command == "train" and all("=" in e and not e.startswith("-") for e in extra):
+        args.overrides += extra  # overrides after an option: `agentrl train my.yaml --ui a=1`
+    elif extra:
+        p.error(f"unrecognized arguments: {' '.join(extra)}")
     from agentrl.errors import AgentrlError
 
     try:

@@ -84,3 +84,20 @@ def _get(url: str) -> str | None:
             return resp.read().decode()
     except OSError:
         return None
+
+
+def test_train_ui_flag_keeps_the_overrides(monkeypatch):
+    import agentrl.cli as cli
+
+    seen = {}
+    monkeypatch.setattr(cli, "_cmd_train", lambda args: seen.update(ui=args.ui, overrides=args.overrides) or 0)
+    for argv in (["train", "my.yaml", "agentrl.batch_size=4", "--ui", "trainer.save_freq=2"],
+                 ["train", "--ui", "my.yaml", "agentrl.batch_size=4", "trainer.save_freq=2"]):
+        assert cli.main(argv) == 0
+        assert seen == {"ui": True, "overrides": ["agentrl.batch_size=4", "trainer.save_freq=2"]}, argv
+    try:
+        cli.main(["train", "my.yaml", "--nope"])
+    except SystemExit as exc:
+        assert exc.code == 2
+    else:
+        raise AssertionError("an unknown option must be refused")
