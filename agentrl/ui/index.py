@@ -280,7 +280,9 @@ class RolloutIndex:
             return groups
 
     def _raw(self, rows: list[dict[str, Any]]) -> list[bytes]:
-        out = []
+        out: list[bytes] = []
+        if not rows or not self.file.exists():
+            return [b"{}" for _ in rows]
         with self.file.open("rb") as fh:
             for r in rows:
                 fh.seek(r["offset"])

@@ -276,7 +276,7 @@ def config_view(run_dir: Path) -> dict[str, Any]:
             origin = f"file {path}" + ("" if path.exists() else " (missing now)")
         else:
             origin = "plugin (agentrl plugins lists its distribution)"
-        rewards.append({**r, "source": origin})
+        rewards.append({"weight": 1.0, **r, "source": origin})
     tools = block.pop("tools", None)
     return {"agentrl": block, "verl_overrides": config.get("verl_overrides") or {}, "rewards": rewards,
             "tools": tools, "source": source, "command_line_overrides": config.get("command_line_overrides") or []}

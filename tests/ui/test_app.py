@@ -81,3 +81,17 @@ def test_explorer_step_navigation_stays_small_for_long_runs(client, runs_root):
     assert 'id="prev-step" href="?step=39"' in page and 'id="next-step" href="?step=41"' in page
     missing = client.get("/runs/alpha/rollouts?step=1000").text  # past the end: the nearest steps are offered
     assert 'id="prev-step" href="?step=78"' in missing and "next-step" not in missing
+
+
+def test_a_run_that_has_only_just_started(tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTRL_HOME", str(tmp_path / "home"))
+    run = tmp_path / "runs" / "new"
+    run.mkdir(parents=True)
+    (run / "config.yaml").write_text("agentrl: {max_steps: 40, rewards: [{name: math}]}\n")
+    (run / "training.log").write_text("\n===== attempt 1 2026-11-23 10:00:00 =====\n")
+    client = TestClient(create_app(tmp_path / "runs", background=False))
+    state = client.get("/api/runs/new/state").json()
+    assert state["metrics"] == [] and state["steps"] == [] and state["checkpoints"] == []
+    assert state["info"]["summary"] == "no step finished yet" and state["info"]["step"] == 0
+    assert client.get("/runs/new").status_code == 200
+    assert "no rollouts yet" in client.get("/runs/new/rollouts").text
