@@ -71,6 +71,10 @@ def test_run_page_draws_every_chart_and_updates_live(browser, live_server, runs_
     button.click()
     cmd = browser.find_element(By.CSS_SELECTOR, "#checkpoints tbody tr code.cmd")
     assert cmd.is_displayed() and cmd.text.startswith("agentrl export ") and "--step 5" in cmd.text
+    polls = int(browser.find_element(By.TAG_NAME, "body").get_attribute("data-polls"))
+    wait_until(lambda: int(browser.find_element(By.TAG_NAME, "body").get_attribute("data-polls")) > polls + 1,
+               what="two more polls")
+    assert cmd.is_displayed()  # a poll with no new checkpoint leaves the opened command alone
 
 
 def test_explorer_pages_through_a_step(browser, live_server, runs_root):

@@ -152,7 +152,9 @@ const AR = (function () {
 
   function showCheckpoints(list) {
     const body = document.querySelector("#checkpoints tbody");
-    if (!body) return;
+    const key = JSON.stringify(list);
+    if (!body || body.dataset.key === key) return;  // unchanged: keep an opened export command open
+    body.dataset.key = key;
     body.innerHTML = "";
     for (const c of list) {
       const tr = document.createElement("tr");
