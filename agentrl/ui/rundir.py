@@ -163,11 +163,14 @@ def log_tail(run_dir: Path, n: int = 200) -> list[str]:
 
 
 def _last_metric(run_dir: Path) -> dict[str, Any]:
-    for line in reversed(_last_lines(run_dir / "metrics.jsonl", 2)):
+    """The last training line of metrics.jsonl (validation lines, ``"validation": true``, are skipped)."""
+    for line in reversed(_last_lines(run_dir / "metrics.jsonl", 8)):
         try:
-            return slim(json.loads(line))
+            record = json.loads(line)
         except ValueError:
             continue
+        if isinstance(record, dict) and not record.get("validation"):
+            return slim(record)
     return {}
 
 

@@ -94,18 +94,36 @@ def metric_line(step: int, rng: random.Random, validation: bool = False) -> dict
 
 
 def append_step(run: Path, step: int, prompts: int = 4, samples: int = 4, seed: int = 0, pad: int = 0,
-                val_every: int = 5) -> None:
-    """One training step's files: the rollouts it trained on (generated with the previous weights) and its metrics."""
+                val_every: int = 5, split: bool = False) -> None:
+    """One training step's files: the rollouts it trained on and its metrics line.
+
+    Two formats: by default rollouts carry the weights version they were drawn with (``step - 1``) and
+    validation metrics sit in verl's dict of the step's line; with ``split``, rollouts carry the trainer step
+    they were drawn for and validation is a line of its own (``"validation": true``, ``val/...`` keys)."""
     rng = random.Random(seed * 100003 + step)
+    validates = bool(val_every and step % val_every == 0)
+    val_rollouts = []
     with (run / "rollouts.jsonl").open("a") as fh:
         for p in range(prompts):
             for s in range(samples):
-                fh.write(json.dumps(rollout(step - 1, p, s, rng, pad)) + "\n")
-        if val_every and step % val_every == 0:
-            for p in range(prompts):
-                fh.write(json.dumps(rollout(step, p, 0, rng, pad, validation=True)) + "\n")
+                fh.write(json.dumps(rollout(step if split else step - 1, p, s, rng, pad)) + "\n")
+        if validates:
+            val_rollouts = [rollout(step, p, 0, rng, pad, validation=True) for p in range(prompts)]
+            fh.writelines(json.dumps(r) + "\n" for r in val_rollouts)
+    line = metric_line(step, rng, validation=validates and not split)
+    lines = [line]
+    if split:
+        line["validation"] = False
+        if validates:
+            scored = [r for r in val_rollouts if r["reward"] is not None]
+            lines.append({"step": step, "validation": True, "time": line["time"],
+                          "val/reward_mean": sum(r["reward"] for r in scored) / max(1, len(scored)),
+                          "val/reward/math": sum(r["components"]["math"] for r in scored) / max(1, len(scored)),
+                          "val/rollouts": len(val_rollouts), "val/unscorable": len(val_rollouts) - len(scored),
+                          "val/tool_calls_per_rollout": sum(r["tool_calls"] for r in val_rollouts) / len(val_rollouts),
+                          "verl": {"val-core/agentrl/reward/mean@1": 0.5}})
     with (run / "metrics.jsonl").open("a") as fh:
-        fh.write(json.dumps(metric_line(step, rng, validation=bool(val_every and step % val_every == 0))) + "\n")
+        fh.writelines(json.dumps(x) + "\n" for x in lines)
     with (run / "training.log").open("a") as fh:
         fh.write(f"(TaskRunner pid=1) step:{step} - actor/loss:-0.3 critic/score/mean:0.4\n")
 
@@ -121,13 +139,13 @@ def save_checkpoint(run: Path, step: int) -> None:
 
 
 def write_run(run: Path, steps: int, total: int | None = None, prompts: int = 4, samples: int = 4, pad: int = 0,
-              save_every: int = 5, seed: int = 0) -> Path:
+              save_every: int = 5, seed: int = 0, split: bool = False) -> Path:
     run = Path(run)
     write_config(run, total or steps, prompts, samples)
     with (run / "training.log").open("a") as fh:
         fh.write(f"\n===== attempt 1 {time.strftime('%Y-%m-%d %H:%M:%S')} =====\n")
     for step in range(1, steps + 1):
-        append_step(run, step, prompts, samples, seed, pad)
+        append_step(run, step, prompts, samples, seed, pad, split=split)
         if save_every and step % save_every == 0:
             save_checkpoint(run, step)
     return run

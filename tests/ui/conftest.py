@@ -28,6 +28,7 @@ def runs_root(tmp_path, monkeypatch) -> Path:
     root = tmp_path / "runs"
     write_run(root / "alpha", steps=12, total=20)
     write_run(root / "done", steps=6, total=6, seed=1)
+    write_run(root / "split", steps=10, total=10, seed=2, split=True)  # validation as lines of its own
     return root
 
 
@@ -99,8 +100,13 @@ def shot(driver, name: str) -> None:
 def wait_until(fn, timeout: float = 20.0, what: str = "condition"):
     deadline = time.monotonic() + timeout
     last = None
+    from selenium.common.exceptions import StaleElementReferenceException
+
     while time.monotonic() < deadline:
-        last = fn()
+        try:
+            last = fn()
+        except StaleElementReferenceException:  # the page redrew that part between find and read: read again
+            last = None
         if last:
             return last
         time.sleep(0.2)

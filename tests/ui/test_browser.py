@@ -28,9 +28,9 @@ def chart_points(driver):
 
 def test_run_list_shows_every_run_with_its_status(browser, live_server):
     browser.get(live_server.url)
-    rows = wait_until(lambda: [r.text for r in browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr")
-                               if "alpha" in r.text or "done" in r.text], what="run rows")
-    text = "\n".join(rows)
+    rows = "return [...document.querySelectorAll('#runs tbody tr')].map(r => r.innerText)"  # read at once: polls redraw
+    text = wait_until(lambda: "\n".join(r for r in browser.execute_script(rows) if "alpha" in r or "done" in r),
+                      what="run rows")
     assert "alpha" in text and "resumable" in text and "12/20" in text
     assert "done" in text and "finished" in text and "6/6" in text
     shot(browser, "runs")
@@ -116,6 +116,21 @@ def test_report_opens_offline_with_every_chart(browser, runs_root, tmp_path):
     browser.find_element(By.ID, "f-uns").send_keys("only")
     visible = [e for e in browser.find_elements(By.CSS_SELECTOR, ".step-block:not([hidden]) .rollout") if e.is_displayed()]
     assert all("unscorable" in e.text for e in visible)
+
+
+def test_validation_as_its_own_metric_lines(browser, live_server):
+    browser.get(live_server.url + "runs/split")
+    wait_until(lambda: chart_points(browser), what="every chart")
+    names = browser.execute_script("return document.querySelector('[data-chart=validation] .plot').data.map(t => t.name)")
+    assert "val/reward_mean" in names and not any(n.startswith("val-core") for n in names)
+    xs = browser.execute_script("return document.querySelector('[data-chart=validation] .plot').data[0].x")
+    assert xs == [5, 10]
+    assert "@ step 10" in browser.find_element(By.CSS_SELECTOR, "[data-f=summary]").text
+    assert "loss n/a" not in browser.find_element(By.CSS_SELECTOR, "[data-f=summary]").text
+    assert "val/reward_mean, step 10" in browser.find_element(By.CSS_SELECTOR, "[data-f=eval_reward]").text
+    steps = browser.execute_script("return document.querySelector('[data-chart=step_time] .plot').data[0].x")
+    assert steps == list(range(1, 11))  # training lines only
+    shot(browser, "split")
 
 
 @pytest.fixture

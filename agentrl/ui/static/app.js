@@ -28,6 +28,14 @@ const AR = (function () {
             line(name, { x: c.x, y: ema(c.y, w) }, { line: { color } })];
   }
 
+  // validation reward keys: agentrl's own val/reward_mean and val/reward/<component> when metrics.jsonl has
+  // them, else verl's val-core/<data source>/reward/mean@N
+  function valKeys(L) {
+    const all = [...new Set(L.flatMap((l) => Object.keys(l).filter((k) => /^val[-/_]/.test(k) && /(reward|score)/.test(k))))].sort();
+    const ours = all.filter((k) => k.startsWith("val/"));
+    return ours.length ? ours : all;
+  }
+
   const COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"];
 
   // rollout steps are the weights version a rollout was generated with; the trainer step that used them is
@@ -68,7 +76,7 @@ const AR = (function () {
       return { traces: [line("tool calls / rollout", col(L, "tool_calls_per_rollout"))] };
     } },
     { id: "validation", title: "Validation reward", build(L, S) {
-      const keys = [...new Set(L.flatMap((l) => Object.keys(l).filter((k) => /^val[-/_]/.test(k) && /(reward|score)/.test(k))))].sort();
+      const keys = valKeys(L);
       const t = keys.map((k) => line(k, col(L, k)));
       const v = S.filter((s) => s.validation && num(s.reward_mean));
       if (v.length) t.push(line("validation rollouts (mean)", { x: v.map((s) => s.step), y: v.map((s) => s.reward_mean) }, { line: { dash: "dot" } }));
@@ -100,6 +108,7 @@ const AR = (function () {
 
   function drawCharts(root, lines, steps, o) {
     const lo = num(o.from) ? o.from : -Infinity, hi = num(o.to) ? o.to : Infinity;
+    // validation lines ("validation": true, keys val/...) only feed the validation chart, which reads val keys
     const L = lines.filter((l) => l.step >= lo && l.step <= hi), S = steps.filter((s) => s.step >= lo && s.step <= hi);
     for (const c of CHARTS) {
       let box = root.querySelector(`[data-chart="${c.id}"]`);
@@ -140,9 +149,11 @@ const AR = (function () {
   }
 
   function showSnapshot(lines, steps) {
-    const last = lines.length ? lines[lines.length - 1] : {};
-    const valKeys = lines.flatMap((l) => Object.keys(l).filter((k) => /^val[-/_]/.test(k) && /(reward|score)/.test(k) && num(l[k])).map((k) => [l.step, k, l[k]]));
-    const v = valKeys.length ? valKeys[valKeys.length - 1] : null;
+    const train = lines.filter((l) => !l.validation);
+    const last = train.length ? train[train.length - 1] : {};
+    const keys = valKeys(lines), main = keys.includes("val/reward_mean") ? ["val/reward_mean"] : keys;
+    const vals = lines.flatMap((l) => main.filter((k) => num(l[k])).map((k) => [l.step, k, l[k]]));
+    const v = vals.length ? vals[vals.length - 1] : null;
     const vr = steps.filter((s) => s.validation && num(s.reward_mean));
     setText("[data-f=eval_reward]", v ? `${fmt(v[2])} (${v[1]}, step ${v[0]})` : vr.length ? `${fmt(vr[vr.length - 1].reward_mean)} (validation rollouts, step ${vr[vr.length - 1].step})` : "no validation yet");
     setText("[data-f=train_reward]", fmt(last.reward_mean));
@@ -203,7 +214,9 @@ const AR = (function () {
     async function poll() {
       try {
         const runs = await (await fetch(api)).json();
-        const body = document.querySelector("#runs tbody");
+        const body = document.querySelector("#runs tbody"), key = JSON.stringify(runs);
+        if (body.dataset.key === key) { setTimeout(poll, 5000); return; }  // unchanged: leave the table be
+        body.dataset.key = key;
         body.innerHTML = "";
         for (const r of runs) {
           const tr = document.createElement("tr");
