@@ -84,7 +84,7 @@ def main() -> int:
     print(f"filtered page (reward, tool): {filt * 1000:7.1f} ms  ({p['total']} match)")
     grp, p = timed(lambda: explorer_page(idx, mid, groups=True), args.repeat)
     print(f"group view (4 prompts):      {grp * 1000:8.1f} ms")
-    text, p = timed(lambda: explorer_page(idx, mid, filters=Filters(text="What is 5")), max(3, args.repeat // 4))
+    text, p = timed(lambda: explorer_page(idx, mid, filters=Filters(text="The answer is 1")), max(3, args.repeat // 4))
     print(f"text search in a step:       {text * 1000:8.1f} ms  ({p['total']} match)")
 
     from fastapi.testclient import TestClient

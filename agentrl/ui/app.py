@@ -174,7 +174,12 @@ def create_app(root: str | Path, background: bool = True) -> FastAPI:
 
     @app.get("/runs/{name:path}", response_class=HTMLResponse)
     def _run(name: str) -> HTMLResponse:
-        run_dir = runs.get(name.rstrip("/"))
+        name = name.rstrip("/")
+        if name not in runs.all():  # e.g. `agentrl train --ui` printed the address before the folder exists
+            return HTMLResponse(env.get_template("waiting.html").render(
+                root="../" * (name.count("/") + 1), inline=None, name=name, runs_dir=str(runs.root),
+                runs=list(runs.all())), status_code=404)
+        run_dir = runs.get(name)
         return page("run.html", root="../" * (name.count("/") + 1), info=rundir.run_info(run_dir, name),
                     config=rundir.config_view(run_dir), files=rundir.downloads(run_dir), interval=POLL_MS)
 

@@ -47,8 +47,13 @@ def test_downloads(client, runs_root):
         assert resp.status_code == 200 and resp.content == (runs_root / "alpha" / name).read_bytes()
     assert client.get("/runs/alpha/files/agentrl_spec.json").status_code == 404
     assert client.get("/runs/alpha/files/..%2F..%2Fetc%2Fpasswd").status_code == 404
-    missing = client.get("/runs/nope")
+    missing = client.get("/api/runs/nope/state")
     assert missing.status_code == 404 and "alpha" in missing.json()["detail"]
+    waiting = client.get("/runs/nope")  # the page of a run that is about to start reloads until it exists
+    assert waiting.status_code == 404 and "No run named nope" in waiting.text and 'http-equiv="refresh"' in waiting.text
+    (runs_root / "nope").mkdir()
+    (runs_root / "nope" / "config.yaml").write_text("agentrl: {max_steps: 3}\n")
+    assert client.get("/runs/nope").status_code == 200
 
 
 def test_explorer_pages_filters_and_groups(client, runs_root):
