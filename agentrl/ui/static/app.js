@@ -52,8 +52,9 @@ const AR = (function () {
       const m = col(L, "reward_mean"), sd = col(L, "reward_std");
       const sdBy = Object.fromEntries(sd.x.map((x, i) => [x, sd.y[i]]));
       const hi = m.x.map((x, i) => m.y[i] + (sdBy[x] || 0)), lo = m.x.map((x, i) => m.y[i] - (sdBy[x] || 0));
-      const t = [line("mean + std", { x: m.x, y: hi }, { line: { width: 0 }, showlegend: false, hoverinfo: "skip" }),
-                 line("± std", { x: m.x, y: lo }, { line: { width: 0 }, fill: "tonexty", fillcolor: "rgba(31,119,180,0.12)" })];
+      const band = { mode: "lines", line: { width: 0 }, hoverinfo: "skip" };
+      const t = [line("mean + std", { x: m.x, y: hi }, Object.assign({ showlegend: false }, band)),
+                 line("± std", { x: m.x, y: lo }, Object.assign({ fill: "tonexty", fillcolor: "rgba(31,119,180,0.12)" }, band))];
       t.push(...smoothed("reward mean", m, o.smooth, COLORS[0]));
       const comps = [...new Set(L.flatMap((l) => Object.keys(l).filter((k) => k.startsWith("reward/"))))].sort();
       comps.forEach((k, i) => t.push(line(k.slice(7), col(L, k), { line: { color: COLORS[(i + 1) % COLORS.length], dash: "dot" } })));
@@ -122,6 +123,10 @@ const AR = (function () {
       box.querySelector(".empty").textContent = points ? "" : (fig.empty || "no data yet");
       const layout = Object.assign({ margin: { l: 50, r: 50, t: 10, b: 35 }, height: 260, xaxis: { title: "step" },
                                      legend: { orientation: "h", y: -0.25 }, hovermode: "x unified" }, fig.layout || {});
+      // a constant series (a fixed learning rate): Plotly would pad it by ±1; show 0..2x instead
+      const ys = fig.traces.filter((t) => t.yaxis !== "y2" && t.y).flatMap((t) => t.y).filter(num);
+      if (ys.length && Math.min(...ys) === Math.max(...ys) && ys[0] !== 0)
+        layout.yaxis = Object.assign({}, layout.yaxis, { range: ys[0] > 0 ? [0, 2 * ys[0]] : [2 * ys[0], 0], exponentformat: "e" });
       Plotly.react(box.querySelector(".plot"), fig.traces, layout, { displaylogo: false, responsive: true });
     }
   }
