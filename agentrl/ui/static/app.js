@@ -58,9 +58,9 @@ const AR = (function () {
       t.push(...smoothed("reward mean", m, o.smooth, COLORS[0]));
       const comps = [...new Set(L.flatMap((l) => Object.keys(l).filter((k) => k.startsWith("reward/"))))].sort();
       comps.forEach((k, i) => t.push(line(k.slice(7), col(L, k), { line: { color: COLORS[(i + 1) % COLORS.length], dash: "dot" } })));
-      const u = col(L, "unscorable");
+      const u = col(L, "unscorable"), most = Math.max(1, ...u.y);
       t.push({ name: "unscorable", x: u.x, y: u.y, type: "bar", yaxis: "y2", marker: { color: "rgba(214,39,40,0.25)" }, width: 0.3 });
-      return { traces: t, layout: { yaxis2: { overlaying: "y", side: "right", title: "unscorable", rangemode: "tozero", showgrid: false, tickformat: "d" } } };
+      return { traces: t, layout: { yaxis2: { overlaying: "y", side: "right", title: "unscorable", rangemode: "tozero", showgrid: false, tickformat: "d", range: [0, most * 1.1], dtick: Math.max(1, Math.ceil(most / 4)) } } };
     } },
     { id: "response_length", title: "Response length (tokens): mean, min, max", build(L) {
       return { traces: [line("mean", col(L, "response_length")), line("max", col(L, "response_length/max"), { line: { dash: "dot" } }),
@@ -147,8 +147,8 @@ const AR = (function () {
     setText("[data-f=eta]", info.status === "running" && num(info.eta_seconds) ? "ETA " + clock(info.eta_seconds) : "");
     setText("[data-f=summary]", info.summary);
     setText("[data-f=reward]", fmt(info.reward));
-    setText("[data-f=started]", when(info.started));
-    setText("[data-f=ended]", when(info.ended));
+    setText("[data-f=started]", info.started ? "started " + when(info.started) : "");
+    setText("[data-f=ended]", info.ended && info.status !== "running" ? "ended " + when(info.ended) : "");
     setText("[data-f=detail]", info.detail || "");
     document.querySelectorAll("[data-f=bar]").forEach((e) => { e.style.width = (info.percent || 0) + "%"; });
   }
