@@ -18,6 +18,7 @@ import os
 import re
 import time
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -264,6 +265,28 @@ def downloads(run_dir: Path) -> list[dict[str, Any]]:
     return [{"name": n, "bytes": (run_dir / n).stat().st_size} for n in DOWNLOADS if (run_dir / n).is_file()]
 
 
+@lru_cache(maxsize=1)
+def _reward_plugins() -> dict[str, str]:
+    """reward name -> "plugin P from distribution D: description", from the plugins installed here."""
+    try:
+        from agentrl import plugins
+
+        table = plugins.rewards()
+    except Exception as exc:  # a broken third-party plugin must not take the page down
+        return {"": f"plugins could not be listed ({type(exc).__name__}: {exc})"}
+    out = {}
+    for name, reg in table.items():
+        desc = getattr(reg, "description", "") or ""
+        out[name] = (f"plugin {getattr(reg, 'plugin', '?')} from {getattr(reg, 'distribution', '?')}"
+                     + (f": {desc}" if desc else ""))
+    return out
+
+
+def _plugin_origin(name: str) -> str:
+    known = _reward_plugins()
+    return known.get(name) or known.get("") or "a plugin not installed here (agentrl plugins lists what is)"
+
+
 def config_view(run_dir: Path) -> dict[str, Any]:
     """The configuration as the run page shows it: agentrl block, verl overrides, rewards with source, tools."""
     config = read_config(run_dir)
@@ -278,7 +301,7 @@ def config_view(run_dir: Path) -> dict[str, Any]:
             path = (base / name) if not Path(name).is_absolute() else Path(name)
             origin = f"file {path}" + ("" if path.exists() else " (missing now)")
         else:
-            origin = "plugin (agentrl plugins lists its distribution)"
+            origin = _plugin_origin(name)
         rewards.append({"weight": 1.0, **r, "source": origin})
     tools = block.pop("tools", None)
     return {"agentrl": block, "verl_overrides": config.get("verl_overrides") or {}, "rewards": rewards,

@@ -80,6 +80,7 @@ def test_summary_checkpoints_log_tail_and_config(tmp_path):
     view = rundir.config_view(run)
     assert [r["name"] for r in view["rewards"]] == ["math", "./my_reward.py"]
     assert view["rewards"][1]["source"].startswith("file ") and "missing now" in view["rewards"][1]["source"]
+    assert view["rewards"][0]["source"].startswith("plugin ") and " from agentrl" in view["rewards"][0]["source"]
     assert view["tools"] == ["calculator"]
 
 
