@@ -64,6 +64,11 @@ def main() -> None:
     for line in sys.stdin:
         try:
             req = json.loads(line)
+            if req.get("clear"):  # benchmarks time every pass from cold caches
+                parsed.cache_clear()
+                out.write(json.dumps({"value": True}) + "\n")
+                out.flush()
+                continue
             work = numeric_value(req["gold"]) if req.get("numeric") else compare(req["gold"], req["pred"])
             reply = {"value": work}
         except Exception as exc:  # report, keep serving

@@ -179,6 +179,13 @@ class SymbolicPool:
         return self._read_line(proc, timeout, f"timeout after {timeout:g}s comparing {request['pred'][:60]!r} "
                                               f"with {request['gold'][:60]!r}")
 
+    def clear_caches(self) -> None:
+        """Forget every answer compared so far, here and in the idle workers (benchmarks time cold passes)."""
+        with self._cond:
+            self._cache.clear()
+            for proc in self._free:
+                self._ask(proc, {"clear": True, "pred": "", "gold": ""}, 30.0)
+
     def close(self) -> None:
         with self._cond:
             for proc in self._free:
@@ -257,6 +264,13 @@ def _near(pv, gv, window: float) -> bool:
         return True
     return (_rounds_to(gv.value, Num(pv.value, pv.decimals or 0), 0)
             or _rounds_to(pv.value, Num(gv.value, gv.decimals or 0), 0))
+
+
+def clear_caches() -> None:
+    """Forget every gold read and every comparison made so far (in this process and the symbolic workers)."""
+    _gold.cache_clear()
+    if _POOL is not None:
+        _POOL.clear_caches()
 
 
 def score_answer(pred: str, gold: str, tolerance: float | None = None, partial_credit=None, timeout: float = 5.0,

@@ -52,7 +52,9 @@ _BROKEN = re.compile(r"(?<![\\$])\$(?!\$)[^$]*\n[^$]*?(?<!\\)\$|\\\(.*?\\\)", re
 _GAP_DROP = re.compile(r"\\text\s*\{[^{}]*\}|\\(?:quad|qquad|,|;|!|:)|\\[\[\]()]|\$|\b(?:and|or)\b|[\s,;.:&]")
 _LATEX_CMD = re.compile(r"\\[a-zA-Z]+")
 _WORD = re.compile(r"[a-zA-Z]{3,}")
-_MATH_WORDS = {"sin", "cos", "tan", "log", "exp", "sqrt", "inf", "and", "infty", "frac", "cot", "sec", "csc"}
+_WORDS2 = re.compile(r"(?<![A-Za-z\\])[a-zA-Z]{2,}")
+_MATH_WORDS = {"sin", "cos", "tan", "log", "exp", "sqrt", "inf", "and", "infty", "frac", "cot", "sec", "csc", "or",
+               "pi", "ln", "lg", "dx", "dy", "dt", "oo"}
 
 
 def boxes(text: str) -> list[tuple[int, int, str]]:
@@ -111,7 +113,8 @@ def _after_marker(text: str) -> str | None:
     line = line.strip().strip("*_`").strip().rstrip(".").strip()
     if not line:
         return None
-    found = _whole_line(line) or _final_span_or_number(line)  # "the volume of $ABCD$ is 120": what the sentence ends on
+    first = _NUMBER.match(line)
+    found = _whole_line(line) or (first and first.group(0)) or _final_span_or_number(line)  # "the volume of $ABCD$ is 120": what the sentence ends on
     if found is not None:
         return found
     return line if len(line) <= 40 and not re.search(r"\d", line) else None
@@ -156,7 +159,11 @@ def _whole_line(text: str) -> str | None:
         return None
     if parse_value(line) is not None:
         return line
-    words = [w for w in _WORD.findall(_LATEX_CMD.sub(" ", line)) if w.lower() not in _MATH_WORDS]
+    if "=" in line and not re.search(r"[A-Za-z\\]", line.rsplit("=", 1)[0]):
+        line = line.rsplit("=", 1)[1].strip()  # "3 + 4 = 7": the result is what the last "=" gives
+        if not line:
+            return None
+    words = [w for w in _WORDS2.findall(_LATEX_CMD.sub(" ", line)) if w.lower() not in _MATH_WORDS]
     nums = _NUMBER.findall(line)
     if words or (len(nums) >= 3 and _LIST_RESIDUE.match(_NUMBER.sub("", line))):
         return None
