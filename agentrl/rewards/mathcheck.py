@@ -247,9 +247,18 @@ def _decisive(pv, gv) -> bool:
     tuples/sets/intervals of the same kind made of them. Anything else is asked of the symbolic checker."""
     if isinstance(pv, Num) and isinstance(gv, Num):
         return _plain(pv) and _plain(gv)
+    if isinstance(pv, Num) != isinstance(gv, Num):  # one number against two or more: never equal
+        seq = gv if isinstance(pv, Num) else pv
+        return len(seq.items) >= 2 and _plain(pv) and _plain(gv)
+    if pv.kind in _INTERVALS and gv.kind in _INTERVALS and pv.kind != gv.kind:
+        return _plain(pv) and _plain(gv) and all(isinstance(v, Num) and not isinstance(v.value, float)
+                                                 for v in pv.items + gv.items)  # [0, 1) is not (0, 1)
     if not (isinstance(pv, Seq) and isinstance(gv, Seq) and pv.kind == gv.kind and _plain(pv) and _plain(gv)):
         return False
     return len(pv.items) == len(gv.items) or pv.kind == "set"  # a bare list may repeat an answer
+
+
+_INTERVALS = ("()", "[]", "[)", "(]")
 
 
 def _plain(v) -> bool:

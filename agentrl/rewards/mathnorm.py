@@ -28,7 +28,8 @@ _CURRENCY = re.compile(r"(?:\\\$|\$|€|£|¥|₹|\b(?:usd|us dollars?|dollars?|
 _LATEX_DROP = re.compile(r"\\left|\\right|\\[,;:! ]|\\quad|\\qquad|\\displaystyle|~")
 _TEXT = re.compile(r"\\(?:text|textbf|mathrm|mathbf|textit|operatorname|mbox)\s*\{([^{}]*)\}")
 _DEGREE = re.compile(r"\^\s*\{?\\circ\}?|°|\\degree")
-_ASSIGN = re.compile(r"^[a-zA-Z](?:_\{?\w+\}?)?\s*(?:=|\\approx|≈|\\in|∈)\s*(.+)$", re.S)
+_NAME = r"[a-zA-Z](?:_\{?\w+\}?)?"
+_ASSIGN = re.compile(rf"^(?:{_NAME}|\(\s*{_NAME}(?:\s*,\s*{_NAME})+\s*\))\s*(?:=|\\approx|≈|\\in|∈)\s*(.+)$", re.S)
 _PERCENT = re.compile(r"\s*(?:%|percent|percentage|pct)$")
 _THIN_COMMA = re.compile(r"(?<=\d),\s*\\!\s*(?=\d)|\{,\}")
 _APPROX = re.compile(r"\\approx|≈|\\simeq")
@@ -45,7 +46,7 @@ _FRAC = re.compile(r"^([-+]?)\\frac\s*(?:\{([^{}]+)\}|(\d))\s*(?:\{([^{}]+)\}|(\
 _MIXED = re.compile(r"^(\d+)\s*(?:\s(\d+)\s*/\s*(\d+)|\\frac\s*\{(\d+)\}\s*\{(\d+)\})$")
 _MAGWORD = re.compile(r"^(.*?\d)\s*(thousand|million|billion|trillion|mn|bn)$", re.I)
 _MAGLETTER = re.compile(r"^(.*?\d)([kKmMbBtT])$")
-_UNIT = re.compile(r"^(.*?\d)\s+([a-zA-Z][a-zA-Z/^0-9. ]{0,30})$")
+_UNIT = re.compile(r"^(.*?[\d}])\s+([a-zA-Z][a-zA-Z/^0-9. ]{0,30})$")
 _NOT_UNITS = {"x", "y", "z", "n", "a", "b", "c", "i", "j", "or", "and", "pi", "e"}
 _INF = {"\\infty": float("inf"), "∞": float("inf"), "inf": float("inf"), "infinity": float("inf"), "oo": float("inf")}
 
@@ -81,7 +82,7 @@ def clean(text: str) -> str:
     s = _CURRENCY.sub(" ", s)
     s = s.replace("$", " ").replace("**", "^") if "**" in s and "*10**" not in s.replace(" ", "") else s.replace("$", " ")
     s = re.sub(r"\s+", " ", s).strip().rstrip(".").strip()
-    m = _ASSIGN.match(s) if s.count("=") < 2 or not re.search(r"[,;]", s) else None  # not "a = 1, b = 2"
+    m = _ASSIGN.match(s) if s.count("=") < 2 or not re.search(r"[,;]|\bor\b|\band\b", s) else None  # not "a = 1, b = 2"
     if m:
         s = m.group(1).strip()
         s = _APPROX.split(s, 1)[0].strip() or s  # x = 1/3 \approx 0.33: the exact value is the answer
