@@ -57,6 +57,8 @@ def _rounded(pred: Num, gold: Num, min_places: int = 2) -> bool:
 
 
 def numbers_match(pred: Num, gold: Num, tol: float, rounding: bool = True) -> bool:
+    if pred.base and gold.base and pred.base[0] == gold.base[0]:  # both with units of one kind: 1.5 km = 1500 m
+        return _close(pred.base[1], gold.base[1], tol)
     preds = [pred.value] + ([pred.alt] if pred.alt is not None else [])
     golds = [gold.value] + ([gold.alt] if gold.alt is not None else [])
     if any(_close(p, g, tol) for p in preds for g in golds):

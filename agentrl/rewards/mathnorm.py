@@ -47,6 +47,24 @@ _MIXED = re.compile(r"^(\d+)\s*(?:\s(\d+)\s*/\s*(\d+)|\\frac\s*\{(\d+)\}\s*\{(\d
 _MAGWORD = re.compile(r"^(.*?\d)\s*(thousand|million|billion|trillion|mn|bn)$", re.I)
 _MAGLETTER = re.compile(r"^(.*?\d)([kKmMbBtT])$")
 _UNIT = re.compile(r"^(.*?[\d}])\s+([a-zA-Z][a-zA-Z/^0-9. ]{0,30})$")
+def _unit_table() -> dict:
+    table = {}
+    for dim, base, units in (
+        ("length", 1, {"mm": "1/1000", "cm": "1/100", "m": 1, "km": 1000, "meter": 1, "metre": 1, "kilometer": 1000,
+                       "centimeter": "1/100", "millimeter": "1/1000"}),
+        ("mass", 1, {"mg": "1/1000", "g": 1, "kg": 1000, "gram": 1, "kilogram": 1000, "milligram": "1/1000"}),
+        ("time", 1, {"s": 1, "sec": 1, "second": 1, "min": 60, "minute": 60, "h": 3600, "hr": 3600, "hour": 3600,
+                     "day": 86400, "week": 604800}),
+        ("volume", 1, {"ml": "1/1000", "l": 1, "L": 1, "liter": 1, "litre": 1, "milliliter": "1/1000"}),
+    ):
+        for name, factor in units.items():
+            table[name] = (dim, Fraction(factor) * base)
+            if len(name) > 3:
+                table[name + "s"] = table[name]  # plurals of the written-out names
+    return table
+
+
+_UNITS = _unit_table()
 _NOT_UNITS = {"x", "y", "z", "n", "a", "b", "c", "i", "j", "or", "and", "pi", "e"}
 _INF = {"\\infty": float("inf"), "∞": float("inf"), "inf": float("inf"), "infinity": float("inf"), "oo": float("inf")}
 
@@ -59,6 +77,7 @@ class Num:
     decimals: int | None = None  # digits after the point when written as a decimal
     alt: Fraction | float | None = None
     ambiguous: bool = False  # read through a convention the writer may not have meant (a decimal comma)
+    base: tuple | None = None  # (dimension, value in its base unit) when a known unit was written: 1.5 km = 1500 m
 
 
 @dataclass(frozen=True)
@@ -177,7 +196,11 @@ def _parse_plain(s: str, decimal_comma: bool | None = None) -> Num | None:
         return Num(int(m.group(1)) + Fraction(a, b)) if b else None
     m = _UNIT.match(s)
     if m and m.group(2).split()[0].lower() not in _NOT_UNITS:
-        return parse_scalar(m.group(1), decimal_comma)
+        num = parse_scalar(m.group(1), decimal_comma)
+        unit = _UNITS.get(m.group(2).strip().rstrip(".")) or _UNITS.get(m.group(2).strip().rstrip(".").lower())
+        if num is None or unit is None or isinstance(num.value, float):
+            return num
+        return Num(num.value, num.decimals, num.alt, num.ambiguous, (unit[0], num.value * unit[1]))
     if len(s) >= 2 and s[0] == "(" and s[-1] == ")" and _balanced(s[1:-1]) and "," not in s:
         return parse_scalar(s[1:-1], decimal_comma)
     return None

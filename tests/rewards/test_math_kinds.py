@@ -99,6 +99,10 @@ KINDS = [
     ("number words", "Answer: forty-one", "42", 0.0),
     ("units", "1,000.99m²", "1000.99", 1.0),  # math_verify
     ("units", "$\\frac{1}{3} \\text{meters}$", "$1/3$", 1.0),  # math_verify
+    ("units", "Answer: 1500 m", "1.5 \\text{ km}", 1.0),  # both with units of one kind: converted
+    ("units", "Answer: 90 min", "1.5 hours", 1.0),
+    ("units", "Answer: 5 cm", "5 m", 0.0),
+    ("units", "Answer: 5 cm", "5", 1.0),  # a bare gold: the unit is dropped
 ]
 
 
