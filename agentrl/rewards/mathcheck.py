@@ -1,10 +1,22 @@
 """Is a math answer equal to the expected one?
 
-``score_answer(pred, gold)`` tries, in order: a numeric comparison of both sides read by ``mathnorm``
-(exact fractions, relative tolerance, percents, currency, magnitude words, tuples/sets/intervals), then a
-symbolic comparison by math_verify + sympy in a child process with a hard deadline. A comparison that
-runs out of time raises ``Unscorable`` ("could not score"), never returns 0. Safe off the main thread
-and inside Ray workers: no signal.alarm anywhere in this process.
+    >>> score_answer("$842M", "842 million dollars")               # agentrl's numeric reading
+    1.0
+    >>> score_answer(r"y=-\\frac{1}{2}x+\\frac{3}{4}", "2x+4y-3=0")  # math_verify's
+    1.0
+
+``score_answer(pred, gold)``, with ``pred`` already extracted (``mathextract``) and the gold read once per
+item and cached (``gold_answer``): 1.0 when both are written the same way (up to spacing, ``$``, ``\\text``,
+case of a word); else both are read by ``mathnorm`` (exact fractions, relative tolerance, percents,
+currency, magnitude words, units, thousands, decimal commas, tuples/sets/intervals) and a match is 1.0.
+A numeric mismatch is final only when both readings are unambiguous (plain numbers, or collections of the
+same kind of them); anything else is asked of math_verify (each side parsed once with its LaTeX and
+expression extraction configs, then ``verify``) in a child process with a hard deadline: the numeric path
+never overrides a symbolic equality. A comparison that runs out of time raises ``Unscorable`` ("could not
+score"), never returns 0. Safe off the main thread and inside Ray workers: no signal.alarm anywhere.
+
+``partial_credit`` is the tutorial's rule: 0.5 within a tenth of a percent (or the given window) or a
+rounding error. Without it, a decimal of two or more places that is the other side rounded counts as equal.
 """
 
 from __future__ import annotations
@@ -24,7 +36,7 @@ from agentrl.rewards.errors import Unscorable
 from agentrl.rewards.mathextract import extract_final_answer, gold_answer
 from agentrl.rewards.mathnorm import Num, Seq, parse_value, same_text_key
 
-__all__ = ["extract_final_answer", "score_answer", "numbers_match", "SymbolicPool", "symbolic_equal"]
+__all__ = ["extract_final_answer", "score_answer", "numbers_match", "SymbolicPool", "symbolic_equal", "clear_caches"]
 
 DEFAULT_TOLERANCE = 1e-6
 
