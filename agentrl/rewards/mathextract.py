@@ -52,7 +52,8 @@ _BROKEN = re.compile(r"(?<![\\$])\$(?!\$)[^$]*\n[^$]*?(?<!\\)\$|\\\(.*?\\\)", re
 _GAP_DROP = re.compile(r"\\text\s*\{[^{}]*\}|\\(?:quad|qquad|,|;|!|:)|\\[\[\]()]|\$|\b(?:and|or)\b|[\s,;.:&]")
 _LATEX_CMD = re.compile(r"\\[a-zA-Z]+")
 _WORD = re.compile(r"[a-zA-Z]{3,}")
-_WORDS2 = re.compile(r"(?<![A-Za-z\\])[a-zA-Z]{2,}")
+_WORDS2 = re.compile(r"(?<![A-Za-z\\_^{=])[a-zA-Z]{2,}(?![A-Za-z_^}=(])")  # "AB=4", "S_{ABC}": names, not words
+_ENV_OR_TEXT = re.compile(r"\\(?:begin|end)\s*\{\w+\*?\}|\\(?:text|textbf|mathrm|mbox|operatorname)\s*\{[^{}]*\}")
 _MATH_WORDS = {"sin", "cos", "tan", "log", "exp", "sqrt", "inf", "and", "infty", "frac", "cot", "sec", "csc", "or",
                "pi", "ln", "lg", "dx", "dy", "dt", "oo"}
 
@@ -159,11 +160,13 @@ def _whole_line(text: str) -> str | None:
         return None
     if parse_value(line) is not None:
         return line
-    if "=" in line and not re.search(r"[A-Za-z\\]", line.rsplit("=", 1)[0]):
+    lhs = line.rsplit("=", 1)[0]
+    if "=" in line and not re.search(r"[A-Za-z\\]", lhs) and re.search(r"\d\s*[-+*/×]", lhs):
         line = line.rsplit("=", 1)[1].strip()  # "3 + 4 = 7": the result is what the last "=" gives
         if not line:
             return None
-    words = [w for w in _WORDS2.findall(_LATEX_CMD.sub(" ", line)) if w.lower() not in _MATH_WORDS]
+    bare = _ENV_OR_TEXT.sub(" ", line)  # \begin{pmatrix}, \text{Evelyn}: not prose
+    words = [w for w in _WORDS2.findall(_LATEX_CMD.sub(" ", bare)) if w.lower() not in _MATH_WORDS]
     nums = _NUMBER.findall(line)
     if words or (len(nums) >= 3 and _LIST_RESIDUE.match(_NUMBER.sub("", line))):
         return None
