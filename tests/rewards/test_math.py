@@ -92,6 +92,10 @@ ADVERSARIAL = [
     ("7" * 1_000_000, "42"),
     ("x " * 500_000 + " answer is 41", "42"),
     ("The answer is \\boxed{41}. (Some say 42.)", "42"),
+    ("\\boxed{41}, \\boxed{42}, \\boxed{43}", "42"),  # boxes side by side are one answer, a set
+    ("$41, 42, 43$", "42"),
+    ("\\text{42 or 43}", "42"),
+    ("The answer is 42 or 43.", "42"),
 ]
 
 
