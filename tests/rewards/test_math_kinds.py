@@ -97,6 +97,9 @@ KINDS = [
     ("percent", "Answer: 28 percent", "0.28", 1.0),
     ("percent", "$\\boxed{28 pct}", "$28\\%$", 1.0),  # math_verify
     ("percent", "Answer: 7%", "7", 1.0),
+    ("percent", "Answer: 25%", "\\frac{1}{4}", 1.0),  # percent <-> fraction
+    ("percent", "Answer: \\frac{1}{4}", "25\\%", 1.0),
+    ("percent", "Answer: 25%", "\\frac{1}{3}", 0.0),
     ("number words", "The answer is forty-two.", "42", 1.0),
     ("number words", "Answer: three million", "3,000,000", 1.0),
     ("number words", "Answer: forty-one", "42", 0.0),
@@ -194,3 +197,17 @@ def test_every_gold_echoed_back_is_right(math_reward):
             if math_reward(sample(response), item("q", expected_answer=gold)) != 1.0:
                 wrong.append((gold, response))
     assert wrong == []
+
+
+def test_one_gold_reading_per_item(monkeypatch, math_reward):
+    """A GRPO group scores one gold against many samples: the gold is read once, then reused."""
+    from agentrl.rewards import mathcheck
+
+    calls = []
+    real = mathcheck.gold_answer
+    monkeypatch.setattr(mathcheck, "gold_answer", lambda g: calls.append(g) or real(g))
+    mathcheck.clear_caches()
+    row = item("q", expected_answer="$2x+4y-3=0$")
+    answers = ["$y=-\\frac{1}{2}x+\\frac{3}{4}$", "$y = x$", "\\boxed{4y = 3 - 2x}", "7", "no idea"] * 2
+    assert [math_reward(sample(a), row) for a in answers] == [1.0, 0.0, 1.0, 0.0, 0.0] * 2
+    assert calls == ["$2x+4y-3=0$"]
