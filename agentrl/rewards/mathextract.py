@@ -7,10 +7,11 @@
 
 The policy, in order (the first rule that finds something wins):
 
-1. ``\\boxed{}`` (or ``\\fbox{}``): the last box. Boxes just before it that are separated from it only by
-   connectives (",", ";", "and", "or", ``\\quad``, ``\\text{...}``, math delimiters) belong to the same answer,
-   a set: ``\\boxed{1}, \\boxed{2}`` is "1, 2". A box followed by other words ("first \\boxed{3}, then
-   corrected: \\boxed{4}") is superseded by the later one.
+1. ``\\boxed{}`` (or ``\\fbox{}``): the last box. Boxes just before it that are separated from it by
+   connectives (",", ";", "and", "or", ``\\quad``, ``\\text{...}``, math delimiters) and at most one other
+   word (a unit or label: "\\boxed{1} papers and \\boxed{2} bins") belong to the same answer, a set:
+   ``\\boxed{1}, \\boxed{2}`` is "1, 2". A box followed by more prose ("first \\boxed{3}, then corrected:
+   \\boxed{4}") is superseded by the later one. An answer marker written after the last box wins over it.
 2. An answer marker ("final answer is", "answer is", "Answer:"): the last one. What follows it up to the end
    of the sentence: its first ``$...$`` if it has one, else the text when it is short, else its last number.
 3. Otherwise the later of the final math span (``$...$``, ``$$...$$``, ``\\(...\\)``, ``\\[...\\]``; a lone
@@ -24,8 +25,8 @@ Before reading: the prompt is cut out (echoing the question yields no answer), a
 token (``<|im_start|>`` ...) is dropped, and only the tail of a huge response is read. Inline math broken
 across lines (``$ \\n 9 \\n $``) is not math. Digits inside a word ("AZYUK2A") are not a number.
 
-A gold answer (``gold_answer``) is read the same way, except that every box in it counts: a gold with several
-boxes is a set of answers, and a gold that is plain text is itself.
+A gold answer (``gold_answer``) is read the same way: a gold with several boxes is a set of answers (the
+boxes grouped as in rule 1), a gold that is one math span is its content, and one that is plain text is itself.
 """
 
 from __future__ import annotations
