@@ -1,6 +1,7 @@
 """The ``agentrl`` command.
 
     agentrl train CONFIG.yaml [key=value ...]     train (or resume) a run
+    agentrl train CONFIG.yaml --dry-run [...]     check it, print verl's config; start nothing
     agentrl plugins                               what is loaded, from which distribution
     agentrl tools list|check CONFIG               the configured MCP servers and their tools
     agentrl tools call CONFIG SERVER.TOOL '{"a": 1}'
@@ -18,9 +19,14 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
+    overrides = [o for o in args.overrides if o != "--dry-run"]  # the flag may come after the overrides too
+    if args.dry_run or len(overrides) != len(args.overrides):
+        from agentrl.dryrun import dry_run
+
+        return dry_run(args.config, overrides)
     from agentrl.runner import train
 
-    return train(args.config, args.overrides)
+    return train(args.config, overrides)
 
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
@@ -91,7 +97,9 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train, or resume, the run a config describes")
     t.add_argument("config")
-    t.add_argument("overrides", nargs="*", help="key=value, e.g. agentrl.batch_size=4 trainer.total_epochs=2")
+    t.add_argument("overrides", nargs=argparse.REMAINDER, help="key=value, e.g. agentrl.batch_size=4 trainer.total_epochs=2")
+    t.add_argument("--dry-run", action="store_true",
+                   help="check everything, print the composed verl config and environment; start nothing")
     t.set_defaults(func=_cmd_train)
     pl = sub.add_parser("plugins", help="list loaded plugins and what they register")
     pl.set_defaults(func=_cmd_plugins)
