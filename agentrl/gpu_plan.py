@@ -245,3 +245,14 @@ def describe(plan: GpuPlan, overrides: dict[str, Any], env: dict[str, str]) -> l
         lines.append("  every node must see the run directory, the model folder and the data at the same paths "
                      "(shared storage), and have agentrl installed in the same environment")
     return lines
+
+
+def preflight(settings: Any) -> None:
+    """Before Ray starts for a GPU run: vLLM installed and supported, and GPUs to run on."""
+    problem = vllm_problem()
+    if problem:
+        raise GpuPlanError(f"agentrl.device resolves to gpu, but {problem}")
+    if not (os.environ.get("RAY_ADDRESS") or visible_gpus()):
+        raise GpuPlanError("agentrl.device=gpu but no GPU is visible here (CUDA_VISIBLE_DEVICES, nvidia-smi); run on a "
+                           "GPU machine, set RAY_ADDRESS to a Ray cluster with GPUs, or use agentrl.device=cpu. "
+                           "`agentrl train CONFIG --dry-run` shows the plan on any machine")
