@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import importlib.util
+import os
 import sys
 from typing import Any, TextIO
 
@@ -85,9 +86,10 @@ def validate(cfg) -> list[str]:
     return notes
 
 
-def dry_run(config_path: str, overrides: list[str], out: TextIO = sys.stdout) -> int:
+def dry_run(config_path: str, overrides: list[str], out: TextIO | None = None) -> int:
     from omegaconf import OmegaConf
 
+    out = out or sys.stdout
     from agentrl import gpu_plan as gp
     from agentrl.runner import prepare
     from agentrl.verl_args import child_env
@@ -115,8 +117,6 @@ def dry_run(config_path: str, overrides: list[str], out: TextIO = sys.stdout) ->
     lines += [f"verl: {note}" for note in validate(cfg)]
     lines.append("verl: validate_config passed")
     env = child_env(plan["run_dir"], 1, verl_overrides)
-    import os
-
     changed = {k: v for k, v in env.items() if os.environ.get(k) != v}
     lines.append("environment for python -m verl.trainer.main_ppo (what agentrl sets; the rest is inherited):")
     lines += [f"  {k}={v}" for k, v in sorted(changed.items())]
