@@ -36,6 +36,7 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agentrl.errors import AgentrlError
@@ -241,6 +242,11 @@ def describe(plan: GpuPlan, overrides: dict[str, Any], env: dict[str, str]) -> l
     lines.append(f"  per node: {math.ceil(workers / plan.nodes)} agent-loop processes, each with its own stdio tool "
                  f"servers and a sandbox pool of {env.get('AGENTRL_SANDBOX_WORKERS')} workers; an HTTP tool server's "
                  f"max_concurrency applies per process ({workers} processes in all)")
+    model = o.get("actor_rollout_ref.model.path")
+    weights = _weight_bytes(model) if model else 0
+    if weights:
+        lines.append(f"  model weights on disk: {weights / 2**30:.2f} GiB; with tensor parallel 1 every GPU's vLLM holds "
+                     f"all of them (set actor_rollout_ref.rollout.tensor_model_parallel_size for a model that does not fit)")
     if plan.nodes > 1:
         lines.append("  every node must see the run directory, the model folder and the data at the same paths "
                      "(shared storage), and have agentrl installed in the same environment")
@@ -256,3 +262,10 @@ def preflight(settings: Any) -> None:
         raise GpuPlanError("agentrl.device=gpu but no GPU is visible here (CUDA_VISIBLE_DEVICES, nvidia-smi); run on a "
                            "GPU machine, set RAY_ADDRESS to a Ray cluster with GPUs, or use agentrl.device=cpu. "
                            "`agentrl train CONFIG --dry-run` shows the plan on any machine")
+
+
+def _weight_bytes(model_dir: str) -> int:
+    try:
+        return sum(p.stat().st_size for p in Path(model_dir).glob("*.safetensors"))
+    except OSError:
+        return 0
