@@ -245,7 +245,7 @@ def describe(plan: GpuPlan, overrides: dict[str, Any], env: dict[str, str]) -> l
     model = o.get("actor_rollout_ref.model.path")
     weights = _weight_bytes(model) if model else 0
     if weights:
-        lines.append(f"  model weights on disk: {weights / 2**30:.2f} GiB; with tensor parallel 1 every GPU's vLLM holds "
+        lines.append(f"  model weights on disk: {_size(weights)}; with tensor parallel 1 every GPU's vLLM holds "
                      f"all of them (set actor_rollout_ref.rollout.tensor_model_parallel_size for a model that does not fit)")
     if plan.nodes > 1:
         lines.append("  every node must see the run directory, the model folder and the data at the same paths "
@@ -269,3 +269,7 @@ def _weight_bytes(model_dir: str) -> int:
         return sum(p.stat().st_size for p in Path(model_dir).glob("*.safetensors"))
     except OSError:
         return 0
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
