@@ -21,6 +21,9 @@ Each default is the one verl's own GPU recipes use, and each line below says why
   tensor parallel 1 and ``gpu_memory_utilization`` 0.4 on one GPU (verl's smallest recipe) or 0.6 on more.
 - LoRA as verl runs it on GPU: vLLM loads the base weights from the model folder (``load_format=safetensors``)
   and only the adapter is sent after each update; ``layered_summon`` gathers FSDP shards layer by layer.
+- The KL reference model (used when ``kl_coef > 0``) is kept in CPU memory between uses (``ref`` param offload).
+- Recipes compared: verl's examples/grpo_trainer/run_qwen2-7b_seq_balance.sh (dynamic batching, ref offload,
+  memory 0.6) and run_qwen2_5-3b_gsm8k_grpo_lora.sh (LoRA: safetensors load, layered summon).
 - Nothing of the CPU path (the ``agentrl_cpu`` rollout, logical Ray GPUs, one storage unit) appears here.
 - Agent-loop processes: verl's 8 per node. Each starts its own stdio tool servers and sandbox pool, so the
   sandbox pool is the node's cores shared among them; Ray workers on other nodes get agentrl's environment
@@ -187,6 +190,7 @@ def gpu_overrides(settings: Any, plan: GpuPlan) -> dict[str, Any]:
         "actor_rollout_ref.actor.strategy": "fsdp2",
         "actor_rollout_ref.ref.strategy": "fsdp2",
         "actor_rollout_ref.model.enable_gradient_checkpointing": True,
+        "actor_rollout_ref.ref.fsdp_config.param_offload": True,  # the KL reference lives in CPU memory between uses
         "actor_rollout_ref.actor.use_dynamic_bsz": True,
         "actor_rollout_ref.actor.ppo_max_token_len_per_gpu": train_tokens,
         "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz": True,

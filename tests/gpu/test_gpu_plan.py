@@ -43,6 +43,7 @@ def test_plans_compose_and_pass_verls_validation(gpus, nodes, lora):
     assert arr.model.override_config.attn_implementation == "sdpa" and arr.model.use_remove_padding is False
     assert arr.actor.use_dynamic_bsz and arr.actor.ppo_max_token_len_per_gpu >= 2 * (512 + 512)
     assert arr.rollout.agent.num_workers == 8 * nodes
+    assert arr.ref.fsdp_config.param_offload is True
     assert arr.model.lora_rank == lora
     if lora:
         assert arr.rollout.load_format == "safetensors" and arr.rollout.layered_summon is True
