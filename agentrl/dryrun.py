@@ -103,9 +103,7 @@ def dry_run(config_path: str, overrides: list[str], out: TextIO | None = None) -
         lines.append("device: CPU (agentrl's cpu platform and agentrl_cpu rollout)")
     else:
         gpus = gp.plan_gpus(plan["settings"])
-        env_keys = {k.rsplit(".", 1)[1]: v for k, v in verl_overrides.items()
-                    if k.startswith("+ray_kwargs.ray_init.runtime_env.env_vars.")}
-        lines += gp.describe(gpus, verl_overrides, env_keys)
+        lines += gp.describe_run(plan["settings"], verl_overrides)
         problem = gp.vllm_problem()
         if problem:
             lines.append(f"vLLM: `agentrl train` would stop here, before Ray: {problem}")

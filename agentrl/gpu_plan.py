@@ -277,3 +277,10 @@ def _weight_bytes(model_dir: str) -> int:
 
 def _size(n: int) -> str:
     return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
+def describe_run(settings: Any, overrides: dict[str, Any]) -> list[str]:
+    """``describe`` for a planned run, from its settings and final verl overrides."""
+    prefix = "+ray_kwargs.ray_init.runtime_env.env_vars."
+    env = {k[len(prefix):]: v for k, v in overrides.items() if k.startswith(prefix)}
+    return describe(plan_gpus(settings), overrides, env)
