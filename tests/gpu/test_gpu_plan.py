@@ -142,3 +142,21 @@ def test_extra_pins_the_range_the_planner_checks():
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     gpu = pyproject["project"]["optional-dependencies"]["gpu"]
     assert f"vllm{gp.VLLM_SUPPORTED}" in gpu
+
+
+@pytest.mark.parametrize("device,patched", [("", True), ("gpu", False)])
+def test_gpu_run_processes_keep_agentrls_cpu_platform_out(device, patched):
+    """A GPU run's processes carry AGENTRL_DEVICE=gpu: on a node that sees no GPU (a CPU head node), verl must
+    not be switched to agentrl's CPU platform. Checked in a fresh process, where verl loads its plugins."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import os, torch, verl\n"
+            "print(torch.distributed.init_process_group.__name__, os.environ.get('VERL_ENGINE_DEVICE'))")
+    env = {**os.environ, "AGENTRL_DEVICE": device}
+    env.pop("VERL_ENGINE_DEVICE", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    name, engine = out.stdout.split()[-2:]
+    assert (name == "_init_process_group_cpu") is patched
+    assert (engine == "cuda") is patched
