@@ -97,7 +97,8 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train, or resume, the run a config describes")
     t.add_argument("config")
-    t.add_argument("overrides", nargs=argparse.REMAINDER, help="key=value, e.g. agentrl.batch_size=4 trainer.total_epochs=2")
+    t.add_argument("overrides", nargs=argparse.REMAINDER,
+                   help="key=value, e.g. agentrl.batch_size=4 trainer.total_epochs=2")
     t.add_argument("--dry-run", action="store_true",
                    help="check everything, print the composed verl config and environment; start nothing")
     t.set_defaults(func=_cmd_train)

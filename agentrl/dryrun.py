@@ -110,7 +110,8 @@ def dry_run(config_path: str, overrides: list[str], out: TextIO | None = None) -
         elif gp.vllm_warning():
             lines.append(f"vLLM: {gp.vllm_warning()}")
         if not gpus.ray_address and not gp.visible_gpus():
-            lines.append("no GPU is visible here: `agentrl train` would stop before Ray (this plan is for a GPU machine)")
+            lines.append("no GPU is visible here: `agentrl train` would stop before Ray "
+                         "(this plan is for a GPU machine)")
     cfg = compose(verl_overrides)
     lines += [f"verl: {note}" for note in validate(cfg)]
     lines.append("verl: validate_config passed")

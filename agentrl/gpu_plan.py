@@ -6,8 +6,12 @@
     >>> plan.gpus_per_node, plan.nodes, plan.attention
     (1, 1, 'sdpa')
     >>> o = gpu_overrides(s, plan)
-    >>> o["trainer.n_gpus_per_node"], o["actor_rollout_ref.rollout.name"], o["actor_rollout_ref.model.use_remove_padding"]
-    (1, 'vllm', False)
+    >>> o["trainer.n_gpus_per_node"], o["actor_rollout_ref.rollout.name"]
+    (1, 'vllm')
+    >>> o["actor_rollout_ref.model.use_remove_padding"]
+    False
+    >>> o["+actor_rollout_ref.model.override_config.attn_implementation"]
+    'sdpa'
 
 Each default is the one verl's own GPU recipes use, and each line below says why:
 - ``trainer.n_gpus_per_node`` / ``trainer.nnodes`` come from ``agentrl.gpus_per_node`` (default: the GPUs this
@@ -249,8 +253,8 @@ def describe(plan: GpuPlan, overrides: dict[str, Any], env: dict[str, str]) -> l
     model = o.get("actor_rollout_ref.model.path")
     weights = _weight_bytes(model) if model else 0
     if weights:
-        lines.append(f"  model weights on disk: {_size(weights)}; with tensor parallel 1 every GPU's vLLM holds "
-                     f"all of them (set actor_rollout_ref.rollout.tensor_model_parallel_size for a model that does not fit)")
+        lines.append(f"  model weights on disk: {_size(weights)}; with tensor parallel 1 every GPU's vLLM holds all "
+                     "of them (for a model that does not fit, set actor_rollout_ref.rollout.tensor_model_parallel_size)")
     if plan.nodes > 1:
         lines.append("  every node must see the run directory, the model folder and the data at the same paths "
                      "(shared storage), and have agentrl installed in the same environment")

@@ -54,7 +54,8 @@ def make_loop(tmp_path, tokenizer, script, tools=None, response_length=64):
     spec_path = tmp_path / "agentrl_spec.json"
     spec_path.write_text(json.dumps(spec))
     config = OmegaConf.create({"agentrl": {"spec": str(spec_path)},
-                               "actor_rollout_ref": {"rollout": {"response_length": response_length, "prompt_length": 256,
+                               "actor_rollout_ref": {"rollout": {"response_length": response_length,
+                                                                 "prompt_length": 256,
                                                                  "calculate_log_probs": True}}})
     server = VllmStandIn(tokenizer, script)
 

@@ -25,7 +25,8 @@ def project(tmp_path_factory):
     Qwen2ForCausalLM(cfg).save_pretrained(root / "model")
     tok.save_pretrained(root / "model")
     (root / "data").mkdir()
-    rows = [{"messages": [{"role": "user", "content": f"What is {i} + 3?"}], "metadata": {"expected_answer": str(i + 3)}}
+    rows = [{"messages": [{"role": "user", "content": f"What is {i} + 3?"}],
+             "metadata": {"expected_answer": str(i + 3)}}
             for i in range(16)]
     (root / "data" / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (root / "my.yaml").write_text(yaml.safe_dump({
