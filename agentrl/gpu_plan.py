@@ -254,7 +254,7 @@ def describe(plan: GpuPlan, overrides: dict[str, Any], env: dict[str, str]) -> l
     weights = _weight_bytes(model) if model else 0
     if weights:
         lines.append(f"  model weights on disk: {_size(weights)}; with tensor parallel 1 every GPU's vLLM holds all "
-                     "of them (for a model that does not fit, set actor_rollout_ref.rollout.tensor_model_parallel_size)")
+                     "of them (a model that does not fit: set actor_rollout_ref.rollout.tensor_model_parallel_size)")
     if plan.nodes > 1:
         lines.append("  every node must see the run directory, the model folder and the data at the same paths "
                      "(shared storage), and have agentrl installed in the same environment")
