@@ -45,7 +45,7 @@ def check(verl_dir: pathlib.Path, vllm_root: pathlib.Path) -> tuple[int, list[st
                   if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Try, ast.If))
                   for n in ast.walk(outer) if n is not outer}
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "vllm"):
+            if not isinstance(node, ast.ImportFrom) or node.level or (node.module or "").split(".")[0] != "vllm":
                 continue
             module = _module(vllm_root, node.module)
             for alias in node.names:
@@ -70,8 +70,8 @@ def main(versions: list[str]) -> int:
             with zipfile.ZipFile(wheel) as z:
                 z.extractall(tmp, [n for n in z.namelist() if n.endswith(".py")])
             count, top, local = check(verl_dir, pathlib.Path(tmp))
-        print(f"vllm {version}: {count} names imported by verl {verl.__version__}; missing at module level: {len(top)}; "
-              f"missing inside functions/try/if (optional features): {len(local)}")
+        print(f"vllm {version}: {count} names imported by verl {verl.__version__}; missing at module level: "
+              f"{len(top)}; missing inside functions/try/if (optional features): {len(local)}")
         for line in top:
             print("  MISSING", line)
         for line in local:
