@@ -1,6 +1,7 @@
 """The ``agentrl`` command.
 
     agentrl train CONFIG.yaml [key=value ...]     train (or resume) a run
+    agentrl train CONFIG.yaml --dry-run [...]     check it, print verl's config; start nothing
     agentrl plugins                               what is loaded, from which distribution
     agentrl tools list|check CONFIG               the configured MCP servers and their tools
     agentrl tools call CONFIG SERVER.TOOL '{"a": 1}'
@@ -20,12 +21,17 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
+    overrides = [o for o in args.overrides if o != "--dry-run"]  # the flag may come after the overrides too
+    if args.dry_run or len(overrides) != len(args.overrides):
+        from agentrl.dryrun import dry_run
+
+        return dry_run(args.config, overrides)
     from agentrl.runner import train
     from agentrl.ui.server import announce, run_dir_of, running_servers
 
     if args.ui or running_servers():
-        announce(run_dir_of(args.config, args.overrides), start=args.ui)
-    return train(args.config, args.overrides)
+        announce(run_dir_of(args.config, overrides), start=args.ui)
+    return train(args.config, overrides)
 
 
 def _cmd_ui(args: argparse.Namespace) -> int:
@@ -112,6 +118,8 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("config")
     t.add_argument("overrides", nargs="*", help="key=value, e.g. agentrl.batch_size=4 trainer.total_epochs=2")
     t.add_argument("--ui", action="store_true", help="start the job page for this run (agentrl ui) and print its address")
+    t.add_argument("--dry-run", action="store_true",
+                   help="check everything, print the composed verl config and environment; start nothing")
     t.set_defaults(func=_cmd_train)
     pl = sub.add_parser("plugins", help="list loaded plugins and what they register")
     pl.set_defaults(func=_cmd_plugins)

@@ -27,10 +27,7 @@ CPU_DEFAULTS: dict[str, Any] = {
     "actor_rollout_ref.rollout.agent.num_workers": 1,
 }
 
-GPU_DEFAULTS: dict[str, Any] = {
-    "actor_rollout_ref.rollout.name": "vllm",
-    "actor_rollout_ref.rollout.gpu_memory_utilization": 0.5,
-}
+# The GPU defaults (GPU count, attention, batching, vLLM, LoRA, Ray) are planned in agentrl/gpu_plan.py.
 
 
 def on_cpu(settings: AgentrlSettings) -> bool:
@@ -42,7 +39,8 @@ def on_cpu(settings: AgentrlSettings) -> bool:
 
 
 def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: str, train_file: str,
-                    val_file: str | None, spec_path: str, run_dir: Path, cpu: bool) -> dict[str, Any]:
+                    val_file: str | None, spec_path: str, run_dir: Path, cpu: bool,
+                    gpu_plan: Any = None) -> dict[str, Any]:
     s = settings
     mini = s.batch_size  # one optimizer step per training step
     chosen: dict[str, Any] = {
@@ -92,8 +90,16 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
             "actor_rollout_ref.model.lora_alpha": s.lora.alpha,
             "actor_rollout_ref.model.target_modules": s.lora.target_modules,
         })
-    merged = dict(CPU_DEFAULTS if cpu else GPU_DEFAULTS)
+    merged = dict(CPU_DEFAULTS) if cpu else {}
     merged.update(chosen)
+    if not cpu:
+        from agentrl import gpu_plan as gp
+
+        plan = gpu_plan or gp.plan_gpus(s)
+        gp.check_batch(s, plan)
+        merged.update(gp.gpu_overrides(s, plan))
+        user = flatten(verl_part)
+        merged.update(gp.runtime_env_overrides(gp.worker_env({**merged, **user}, plan)))
     merged.update(flatten(verl_part))
     return merged
 
@@ -117,6 +123,8 @@ def sandbox_workers(overrides: dict[str, Any], cpus: int | None = None) -> int:
 
 def child_env(run_dir: Path, attempt: int, overrides: dict[str, Any]) -> dict[str, str]:
     env = dict(os.environ)
+    prefix = "+ray_kwargs.ray_init.runtime_env.env_vars."  # a GPU plan's environment for every Ray worker
+    env.update({k[len(prefix):]: str(v) for k, v in overrides.items() if k.startswith(prefix)})
     env.setdefault("AGENTRL_SANDBOX_WORKERS", str(sandbox_workers(overrides)))
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("WANDB_MODE", "disabled")
