@@ -69,6 +69,10 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
         "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": max(1, s.batch_size * s.samples_per_prompt),
         "actor_rollout_ref.rollout.calculate_log_probs": True,
         "actor_rollout_ref.rollout.agent.default_agent_loop": "agentrl",
+        # agentrl's agent loop scores every rollout itself; verl's reward-loop workers (8 by default,
+        # each a process importing torch and verl) would only idle, and starting them cost ~30 s of
+        # a 2-core machine's start-up.
+        "reward.num_workers": 1,
         "actor_rollout_ref.rollout.multi_turn.format": s.agent.tool_parser,
         "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": max(1, s.batch_size * s.samples_per_prompt),
         "trainer.total_epochs": s.epochs,

@@ -5,7 +5,8 @@ It registers, through verl's own registries and nothing patched on disk:
   which carry ``AGENTRL_DEVICE=gpu``);
 - the ``agentrl_cpu`` rollout backend (transformers, token-in/token-out, weight sync);
 - the ``agentrl`` agent loop (multi-turn, MCP tools, agentrl rewards);
-- the ``agentrl_grpo`` advantage estimator (unscorable rollouts kept out of their group).
+- the ``agentrl_grpo`` advantage estimator (unscorable rollouts kept out of their group);
+- the replay buffer's poll interval (``agentrl.verl_pacing``): steps no longer wait on a 2-second poll.
 
 verl swallows plugin import errors at DEBUG level, so failures are logged here at ERROR level with
 the cause: a broken plugin must never look like a missing feature.
@@ -31,6 +32,9 @@ def _load() -> None:
     except Exception:
         logger.exception("agentrl: could not register the CPU platform and rollout with verl")
         raise
+    from agentrl import verl_pacing
+
+    verl_pacing.install()
     try:
         from agentrl import agent_loop  # noqa: F401  (registers the "agentrl" agent loop)
         from agentrl import grpo  # noqa: F401  (registers the "agentrl_grpo" advantage estimator)
