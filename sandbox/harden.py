@@ -49,6 +49,13 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
     _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
 
 
+MNT_DETACH = 2
+
+
+def umount(target: str, flags: int = MNT_DETACH) -> None:
+    _check(_libc.umount2(target.encode(), flags), f"umount {target}")
+
+
 def prctl(option: int, arg2: int = 0, arg3: int = 0) -> int:
     return _check(_libc.prctl(option, arg2, arg3, 0, 0), f"prctl {option}")
 
@@ -134,6 +141,21 @@ DENIED_SYSCALLS = {
     "finit_module": 313, "kexec_file_load": 320, "bpf": 321, "userfaultfd": 323, "io_uring_setup": 425,
     "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430,
     "fsconfig": 431, "fsmount": 432, "fspick": 433, "pidfd_getfd": 438, "mount_setattr": 442,
+    # System V IPC and POSIX message queues: objects that would outlive the call in the worker's IPC
+    # namespace, where the next call could read them.
+    "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65, "semctl": 66, "shmdt": 67,
+    "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "semtimedop": 220, "mq_open": 240,
+    "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243, "mq_notify": 244, "mq_getsetattr": 245,
+    # Acting on another process: signals through a pidfd, its memory advice.
+    "pidfd_send_signal": 424, "process_madvise": 440,
+}
+# Syscalls that act on the process named by an argument: allowed only on the caller itself (all of the
+# listed arguments 0), so a call cannot change its template's (or a sibling's) limits, priority, CPU set,
+# scheduling or pages. `setpriority(PRIO_USER, 0)` would reach every process of the uid: it needs which=0 too.
+SELF_ONLY_SYSCALLS = {
+    "setpriority": (141, (0, 1)), "sched_setparam": (142, (0,)), "sched_setscheduler": (144, (0,)),
+    "sched_setaffinity": (203, (0,)), "ioprio_set": (251, (0, 1)), "migrate_pages": (256, (0,)),
+    "move_pages": (279, (0,)), "prlimit64": (302, (0,)), "sched_setattr": (314, (0,)),
 }
 _NR_CLONE, _NR_CLONE3, _NR_SOCKET, _NR_CONNECT, _NR_SENDTO = 56, 435, 41, 42, 44
 _NS_FLAGS = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP
@@ -161,6 +183,14 @@ def seccomp_program(deny_connect: bool = True) -> bytes:
         # sendto: args[4] (dest_addr) at offset 48 (low) / 52 (high); non-NULL -> EPERM
         p += [_insn(_JEQ, 0, 6, _NR_SENDTO), _insn(_LD_W_ABS, 0, 0, 48), _insn(_JEQ, 0, 2, 0),
               _insn(_LD_W_ABS, 0, 0, 52), _insn(_JEQ, 1, 0, 0), _insn(_RET, 0, 0, eperm), _insn(_RET, 0, 0, _RET_ALLOW)]
+    for nr, args in sorted(SELF_ONLY_SYSCALLS.values()):
+        n = len(args)
+        block = []
+        for k, a in enumerate(args):  # each argument word must be 0, else EPERM (the last instruction)
+            block += [_insn(_LD_W_ABS, 0, 0, 16 + 8 * a), _insn(_JEQ, 0, 4 * n - 4 * k - 1, 0),
+                      _insn(_LD_W_ABS, 0, 0, 20 + 8 * a), _insn(_JEQ, 0, 4 * n - 4 * k - 3, 0)]
+        block += [_insn(_RET, 0, 0, _RET_ALLOW), _insn(_RET, 0, 0, eperm)]
+        p += [_insn(_JEQ, 0, len(block), nr)] + block
     # clone: args[0] (flags) low word at offset 16
     p += [_insn(_JEQ, 0, 4, _NR_CLONE), _insn(_LD_W_ABS, 0, 0, 16), _insn(_JSET, 0, 1, _NS_FLAGS),
           _insn(_RET, 0, 0, eperm), _insn(_RET, 0, 0, _RET_ALLOW)]

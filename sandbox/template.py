@@ -54,6 +54,7 @@ FD_FLOOR = 100       # received descriptors are moved above this before being pl
 BLOBS_FD = 4         # in the child: the memfd holding the job's blobs
 CACHE_MAX = 256
 _MAPS = ""
+_SCRATCH = "/"
 # A request: this fixed header, then a marshal-encoded dict for the Python side (written by the trusted
 # zygote; marshal decodes with far fewer page writes than json). Same layout as struct req in _forkserver.c.
 HEADER = struct.Struct("<IIIIQQQQ")
@@ -78,9 +79,13 @@ def read_blobs(fd: int, size: int):
     return marshal.loads(data)
 
 
+# Read once, when the zygote imports this module: a template clears its environment before it serves.
+_LOOP_CHOICE = os.environ.get("AGENTRL_SANDBOX_FORKSERVER", "")
+
+
 def fast_path() -> str:
     """Which per-call loop templates run, for the isolation report."""
-    if _forkserver is not None and os.environ.get("AGENTRL_SANDBOX_FORKSERVER") != "python":
+    if _forkserver is not None and _LOOP_CHOICE != "python":
         return "C"
     return "python"
 
@@ -119,7 +124,9 @@ def lock(sock_fd: int, ruleset_fd: int | None, *, uid: int | None, scratch: str,
     if uid is not None:
         harden.drop_privileges(uid)
     harden.prctl(harden.PR_SET_PDEATHSIG, signal.SIGKILL)
-    os.chdir(scratch)
+    global _SCRATCH
+    _SCRATCH = scratch
+    os.chdir("/")  # each child enters the scratch mount of its own call (view.FileView.fresh_scratch)
     os.umask(0o077)
     os.environ.clear()
     os.environ.update({"HOME": scratch, "TMPDIR": scratch})
@@ -218,6 +225,7 @@ class Template:
     def run_child(self, req: dict) -> None:
         """In the forked child, descriptors and limits in place: run the job. Never returns."""
         try:
+            os.chdir(_SCRATCH)
             env = req.get("env")
             if env:
                 child.ENV.update(env)

@@ -46,6 +46,7 @@ class Zygote:
         self.templates: dict[tuple, _Template] = {}
         self.cg_base: str | None = None
         self.cg_count = 0
+        self.retire: str | None = None  # set when this worker can no longer give a clean start to a call
 
     def note(self, key: str, ok: bool, reason: str) -> None:
         self.report[key] = [bool(ok), reason]
@@ -295,7 +296,10 @@ class Zygote:
                 os.close(fd)
         if self.pidns_fd is None and tpl.alive:
             self._kill_leftovers(tpl)
-        self.fs.fresh_scratch()
+        try:
+            self.fs.fresh_scratch()
+        except OSError as e:  # the next call could not start clean: this worker retires after replying
+            self.retire = f"scratch reset failed: {e}"
         report = report or {}
         status = {"exit": report.get("exit"), "timed_out": bool(report.get("timed_out") or timed_out),
                   "overflow": overflow, "elapsed": time.monotonic() - start}
@@ -492,7 +496,13 @@ def main() -> None:
             reply = z.handle(header, blobs)
         except Exception as e:  # noqa: BLE001 - report and keep serving
             reply = ({"error": f"zygote: {type(e).__name__}: {e}"}, [])
+        if z.retire:  # the host restarts a worker that has exited; the reply above is still valid
+            reply[0]["retired"] = z.retire
         write_all(proto_out, encode(*reply))
+        if z.retire:
+            for tpl in z.templates.values():
+                tpl.stop()
+            return
 
 
 if __name__ == "__main__":
