@@ -6,13 +6,14 @@
  * set-up in Python writes another 150. Here the template's side writes a few pages of C stack and one
  * buffer, and the child comes back to Python with its descriptors and limits already in place.
  *
- * serve(sock_fd, pidns, pending=None) -> (what, request, fds)
+ * serve(sock_fd, pidns, resume=False) -> (what, request, fds)
  *   Loops receiving requests on the SEQPACKET socket, forking a child per request, waiting for it with
  *   its wall-time limit, killing what it left and sending the report. It returns to Python only:
  *   - in a forked child: ("child", json_bytes, []) with fds 0..4 in place, all others closed, the
  *     call's rlimits set (and its own process group without a pid namespace);
  *   - in the template, for a request flagged NEED_PY (grader code to compile): ("prepare", request,
- *     fds); Python prepares and calls serve(sock_fd, pidns, (request, fds)) to run it.
+ *     fds); Python prepares and calls serve(sock_fd, pidns, True) to run it (the request waits in C).
+ * The request buffer is wiped once a request has been forked, so no later child inherits it.
  * It never returns otherwise: when the zygote closes the socket the process exits.
  *
  * A request is a fixed little-endian header (struct req) followed by the marshal-encoded dict for the
@@ -200,28 +201,24 @@ static PyObject *fds_list(int *fds, int nfds) {
     return list;
 }
 
+/* A request flagged NEED_PY waits here (in buf) while Python prepares it, then serve(sock, pidns, 1) runs
+ * it: Python never keeps a reference to it across the calls that follow. */
+static ssize_t pend_n;
+static int pend_fds[MAX_FDS], pend_nfds;
+
 static PyObject *serve(PyObject *self, PyObject *args) {
     (void)self;
-    int sock, pidns;
-    PyObject *pending = Py_None;
-    if (!PyArg_ParseTuple(args, "ip|O", &sock, &pidns, &pending))
+    int sock, pidns, resume = 0;
+    if (!PyArg_ParseTuple(args, "ip|p", &sock, &pidns, &resume))
         return NULL;
     int fds[MAX_FDS], nfds = 0;
     ssize_t n = 0;
     int have_pending = 0;
-    if (pending != Py_None) {
-        PyObject *data, *list;
-        if (!PyArg_ParseTuple(pending, "SO!", &data, &PyList_Type, &list))
-            return NULL;
-        n = PyBytes_GET_SIZE(data);
-        if (n > BUF_SIZE || PyList_GET_SIZE(list) > MAX_FDS) {
-            PyErr_SetString(PyExc_ValueError, "pending request too large");
-            return NULL;
-        }
-        memcpy(buf, PyBytes_AS_STRING(data), n);
-        nfds = (int)PyList_GET_SIZE(list);
-        for (int i = 0; i < nfds; i++)
-            fds[i] = (int)PyLong_AsLong(PyList_GET_ITEM(list, i));
+    if (resume) {
+        n = pend_n;
+        nfds = pend_nfds;
+        memcpy(fds, pend_fds, sizeof fds);
+        pend_n = pend_nfds = 0;
         have_pending = 1;
     }
     for (;;) {
@@ -237,17 +234,22 @@ static PyObject *serve(PyObject *self, PyObject *args) {
         struct req r;
         if ((size_t)n < sizeof r) {
             close_all(fds, nfds);
+            memset(buf, 0, BUF_SIZE);
             continue;
         }
         memcpy(&r, buf, sizeof r);
         if (r.magic != MAGIC || (r.flags & F_KILL) || nfds < CALL_FDS) { /* a stale kill, or malformed */
             close_all(fds, nfds);
+            memset(buf, 0, (size_t)n);
             continue;
         }
         if ((r.flags & F_NEED_PY) && !resumed) {
             PyObject *list = fds_list(fds, nfds);
             if (!list)
                 return NULL;
+            pend_n = n;
+            pend_nfds = nfds;
+            memcpy(pend_fds, fds, sizeof fds);
             return Py_BuildValue("(sy#N)", "prepare", buf, (Py_ssize_t)n, list);
         }
         if (!pidns) /* what the zygote killed after the last call (see Zygote._kill_leftovers) */
@@ -262,9 +264,12 @@ static PyObject *serve(PyObject *self, PyObject *args) {
                 }
                 _exit(121);
             }
-            return Py_BuildValue("(sy#[])", "child", buf + sizeof r, (Py_ssize_t)(n - sizeof r));
+            PyObject *out = Py_BuildValue("(sy#[])", "child", buf + sizeof r, (Py_ssize_t)(n - sizeof r));
+            memset(buf, 0, (size_t)n);
+            return out;
         }
         int saved = errno;
+        memset(buf, 0, (size_t)n); /* no later child inherits this request */
         close_all(fds, nfds);
         char report[160];
         int len;

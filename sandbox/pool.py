@@ -132,7 +132,10 @@ class Worker:
             self.start()
         try:
             write_all(self.proc.stdin.fileno(), encode(header, blobs))
-            return self._read(wall)
+            status, got = self._read(wall)
+            if status.get("retired"):  # it answered, then exited: it could not give the next call a clean start
+                self.stop()
+            return status, got
         except TimeoutError:
             self.stop()
             raise SandboxError(f"sandbox worker gave no answer within {wall:.1f} s; it was killed and will be "

@@ -156,13 +156,14 @@ class Template:
         # Huge pages under the heap make each fork and exit cheaper (harden.collapse_to_huge_pages).
         harden.collapse_to_huge_pages(_MAPS)
         if fast_path() == "C":
-            pending = None
+            resume = False
             while True:
-                what, data, fds = _forkserver.serve(SOCK_FD, self.pidns, pending)
+                what, data, fds = _forkserver.serve(SOCK_FD, self.pidns, resume)
                 if what == "child":
                     self.run_child(marshal.loads(data))
                 self.prepare(marshal.loads(data[HEADER.size:]), fds)
-                pending = (data, fds)
+                del data, fds  # the request waits in C: no frame a child inherits holds it
+                resume = True
         while True:
             try:
                 msg, fds, _, _ = socket.recv_fds(self.sock, CTRL_MAX, 8)
@@ -226,15 +227,16 @@ class Template:
         """In the forked child, descriptors and limits in place: run the job. Never returns."""
         try:
             os.chdir(_SCRATCH)
-            env = req.get("env")
+            job = read_blobs(BLOBS_FD, req["job_len"])
+            os.close(BLOBS_FD)
+            env = job["env"]
             if env:
                 child.ENV.update(env)
                 os.environ.update(env)
             if req.get("reseed") and "random" in sys.modules:
                 sys.modules["random"].seed()  # what Python's at-fork hook would have done
-            blobs = read_blobs(BLOBS_FD, req["job_len"])
-            os.close(BLOBS_FD)
-            self.run_job(req, blobs, self.cache.get(req.get("key")))
+            req["nonce"] = job["nonce"]
+            self.run_job(req, job["blobs"], self.cache.get(req.get("key")))
         except BaseException:  # noqa: BLE001
             try:
                 traceback.print_exc(file=sys.stderr)

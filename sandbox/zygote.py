@@ -25,6 +25,7 @@ import traceback
 
 from . import cgroup, harden
 from . import template as template_mod
+from .factory import Factory
 from .protocol import encode, read_msg, write_all
 from .view import FileView
 
@@ -46,6 +47,8 @@ class Zygote:
         self.templates: dict[tuple, _Template] = {}
         self.cg_base: str | None = None
         self.cg_count = 0
+        self.host_fds: tuple[int, ...] = ()  # its pipes to the host, which the factory closes
+        self.factory: Factory | None = None
         self.retire: str | None = None  # set when this worker can no longer give a clean start to a call
 
     def note(self, key: str, ok: bool, reason: str) -> None:
@@ -117,43 +120,36 @@ class Zygote:
         import agentrl.trajectory  # noqa: F401
         from . import child, policy  # noqa: F401
         self.fs.base_read = self.fs.read_allowlist()
-        # The template for calls without declared paths (all model code, most graders) starts now, before
-        # this process has read any call's data: its heap, which every child inherits, holds none.
-        self.template(())
+        self.fs.fresh_scratch()
+        self.fs.ruleset(())  # the mounts every template needs are in place before the factory forks
+        # Every template is forked by the factory, whose heap is this one's from before any call.
+        self.factory = Factory(self._launch, pidns=self.pidns_fd is not None, close=self.host_fds)
+        if self.kind == "code":  # model code's template, ready before the first call
+            self.template(((), None), ())
 
     # ------------------------------------------------------------ templates
-    def template(self, read_paths: tuple[str, ...]) -> "_Template":
-        tpl = self.templates.pop(read_paths, None)
+    def template(self, key: tuple, read_paths: tuple[str, ...]) -> "_Template":
+        """The template for `key`: the declared read paths, and for graders the digest of the grader's
+        source, so that no template ever holds another reward's code."""
+        tpl = self.templates.pop(key, None)
         if tpl is None:
             while len(self.templates) >= TEMPLATES_MAX:
                 self.templates.pop(next(iter(self.templates))).stop()
             tpl = self._start_template(read_paths)
-        self.templates[read_paths] = tpl  # most recently used last
+        self.templates[key] = tpl  # most recently used last
         return tpl
 
-    def _start_template(self, read_paths: tuple[str, ...]) -> "_Template":
-        from . import template
-        self.fs.fresh_scratch()  # first: a ruleset grants nothing on a path that does not exist yet
-        ruleset = self.fs.ruleset(read_paths)
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        if self.pidns_fd is not None:
-            harden.unshare(harden.CLONE_NEWPID)  # the next fork is pid 1 of a new pid namespace
-        try:
-            pid = os.fork()
-        except BaseException:
-            if self.pidns_fd is not None:
-                harden.setns(self.pidns_fd, harden.CLONE_NEWPID)
-            ours.close()
-            theirs.close()
-            raise
-        if pid == 0:
-            template.main(theirs.fileno(), ruleset, kind=self.kind, network=self.network,
+    def _launch(self, sock_fd: int, ruleset_fd: int | None) -> None:
+        """In a process the factory forked: become a template (never returns)."""
+        template_mod.main(sock_fd, ruleset_fd, kind=self.kind, network=self.network,
                           uid=self.uid if os.geteuid() == 0 else None, scratch=self.fs.scratch, seccomp=self.seccomp,
                           pidns=self.pidns_fd is not None)
-        if self.pidns_fd is not None:
-            harden.setns(self.pidns_fd, harden.CLONE_NEWPID)
-        theirs.close()
-        tpl = _Template(pid, ours)
+
+    def _start_template(self, read_paths: tuple[str, ...]) -> "_Template":
+        self.fs.fresh_scratch()
+        ruleset = self.fs.ruleset(read_paths)
+        pid, sock, pidfd = self.factory.spawn(ruleset)
+        tpl = _Template(pid, sock, pidfd)
         if self.cg_base is not None:
             self.cg_count += 1
             try:  # before its first call: every child it forks is counted there
@@ -172,9 +168,14 @@ class Zygote:
         child's result and output here, with caps. `grader`: (digest, source) of grader code."""
         if self.null is None:
             self.null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
-        key = self.fs.declared(read_paths)
+        declared = self.fs.declared(read_paths)
+        key = (declared, grader[0] if grader is not None else None)
         for attempt in (1, 2):
-            tpl = self.template(key)  # the scratch dir was emptied after the last call
+            try:
+                tpl = self.template(key, declared)  # the scratch dir was emptied after the last call
+            except OSError as e:  # no clean template can be had (the factory is gone): retire this worker
+                self.retire = f"cannot start a template: {e}"
+                return {"error": self.retire, "cause": "worker_died"}, []
             try:
                 pipes = self._dispatch(tpl, dict(req), blobs, timeout=timeout, memory_mb=memory_mb, env=env,
                                        stdin=stdin, out_cap=out_cap, err_cap=err_cap, nproc=nproc,
@@ -182,11 +183,10 @@ class Zygote:
                 break
             except OSError as e:  # the template died between calls (killed from outside): start another
                 self.templates.pop(key, None)
-                code = tpl.stop()
+                tpl.stop()
                 if attempt == 2:
-                    why = " (it could not lock itself down)" if code == 121 else ""
-                    return {"error": f"sandbox template exited with code {code}{why}: {e}; set "
-                                     "AGENTRL_SANDBOX_DEBUG=1 to see its error output"}, []
+                    return {"error": f"sandbox template exited (it may have failed to lock itself down): {e}; set "
+                                     "AGENTRL_SANDBOX_DEBUG=1 to see its error output", "cause": "internal"}, []
         status, got = self._collect(tpl, timeout, *pipes, out_cap, err_cap)
         if not tpl.alive:
             self.templates.pop(key, None)
@@ -199,7 +199,9 @@ class Zygote:
         r_out, w_out = os.pipe() if out_cap else (None, os.dup(self.null))
         r_err, w_err = os.pipe() if err_cap else (None, os.dup(self.null))
         w_in = _memfd("stdin", stdin) if stdin else os.dup(self.null)
-        job = marshal.dumps(list(blobs))
+        # Everything that belongs to this call (its variables, its data, a test's nonce) travels in the job
+        # memfd, which only the call's child reads: the template's heap never holds it.
+        job = marshal.dumps({"env": dict(env or {}), "blobs": list(blobs), "nonce": req.pop("nonce", None)})
         fds = [w_in, w_out, w_err, w_res, _memfd("job", job)]
         req["job_len"] = len(job)
         need_py = False
@@ -214,7 +216,6 @@ class Zygote:
                 req["src_len"] = len(src)
                 need_py = True
             req["key"] = digest
-        req["env"] = dict(env or {})
         try:
             if tpl.cgroup is not None:
                 tpl.cgroup.set_call_limit(memory_mb)
@@ -305,6 +306,10 @@ class Zygote:
                   "overflow": overflow, "elapsed": time.monotonic() - start}
         if "error" in report:
             status["error"] = str(report["error"])[:300]
+        if report.get("template_died") or timed_out:  # the sandbox failed, not the call: it is not scorable
+            status["error"] = ("the sandbox template stopped answering and was killed" if timed_out else
+                               "the sandbox template died during the call")
+            status["cause"] = "killed"
         if status["exit"] != 0 and tpl.memory_killed():
             status["memory"] = True
         return status, [bytes(bufs[r_res]), bytes(bufs[r_out]), bytes(bufs[r_err])]
@@ -377,9 +382,8 @@ class Zygote:
 class _Template:
     """The zygote's handle on one template process (template.py)."""
 
-    def __init__(self, pid: int, sock: socket.socket) -> None:
-        self.pid, self.sock = pid, sock
-        self.pidfd = os.pidfd_open(pid)
+    def __init__(self, pid: int, sock: socket.socket, pidfd: int) -> None:
+        self.pid, self.sock, self.pidfd = pid, sock, pidfd
         self.known: set[str] = set()  # digests of the grader sources this template has compiled
         self._vm: int | None = None
         self.cgroup: cgroup.MemoryCgroup | None = None
@@ -403,21 +407,21 @@ class _Template:
     def kill(self) -> None:
         if self.alive:
             try:
-                os.kill(self.pid, signal.SIGKILL)
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
             except OSError:
                 pass
 
     def reap(self) -> int:
-        """Wait for the (dying) template; its exit code."""
+        """Wait until the (dying) template is gone (the kernel reaps it: it is the factory's child)."""
         if not self.alive:
             return -9
-        _, status = os.waitpid(self.pid, 0)
+        select.select([self.pidfd], [], [], 5.0)
         self.alive = False
         os.close(self.pidfd)
         self.sock.close()
         if self.cgroup is not None:
             self.cgroup.remove()  # empty now: the namespace's processes died with its init
-        return os.waitstatus_to_exitcode(status)
+        return -9
 
     def stop(self) -> int:
         self.kill()
@@ -476,6 +480,7 @@ def main() -> None:
     os.set_inheritable(proto_in, False)
     os.set_inheritable(proto_out, False)
     z = Zygote(kind, uid, network)
+    z.host_fds = (proto_in, proto_out)
     try:
         z.setup()
         hello = {"ready": True, "report": z.report, "preimported": z.preimported, "pid": os.getpid()}
@@ -494,8 +499,9 @@ def main() -> None:
             return
         try:
             reply = z.handle(header, blobs)
-        except Exception as e:  # noqa: BLE001 - report and keep serving
-            reply = ({"error": f"zygote: {type(e).__name__}: {e}"}, [])
+        except Exception as e:  # noqa: BLE001 - report, then retire: its state is no longer known to be clean
+            z.retire = f"zygote: {type(e).__name__}: {e}"
+            reply = ({"error": z.retire, "cause": "worker_died"}, [])
         if z.retire:  # the host restarts a worker that has exited; the reply above is still valid
             reply[0]["retired"] = z.retire
         write_all(proto_out, encode(*reply))

@@ -29,6 +29,18 @@ def sb(request):
         os.environ["AGENTRL_SANDBOX_FORKSERVER"] = before
 
 
+def children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in open(f"/proc/{pid}/task/{pid}/children").read().split()]
+    except OSError:
+        return []
+
+
+def templates_of_zygote(zygote: int) -> list[int]:
+    """A zygote's templates: the children of its template factory (its only child)."""
+    return [t for factory in children(zygote) for t in children(factory)]
+
+
 def assert_still_works(box: Sandbox) -> None:
     """After any attack the host and the workers keep serving normal calls."""
     assert box.run_grader(NORMAL_GRADER, "normal.py", {"final_answer": "4"}, {"answer": "4"}) == 1.0

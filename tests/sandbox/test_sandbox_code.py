@@ -7,7 +7,7 @@ import pytest
 
 from agentrl.sandbox.pool import UID_BASE, UID_BLOCK, UID_BLOCKS
 
-from .conftest import REPO, assert_still_works
+from .conftest import REPO, assert_still_works, children, templates_of_zygote
 
 EQ = {"type": "assert", "code": "assert f(2) == 4"}            # judged outside: only `f(2)` enters the sandbox
 OPAQUE = {"type": "assert", "code": "assert f(2) > 3 and f(3) > 5"}  # judged by a nonce written after the assert
@@ -111,13 +111,14 @@ def test_no_process_survives_the_call(sb):
     code = "import os, time\nfor _ in range(5):\n    if os.fork() == 0:\n        os.setsid()\n        time.sleep(300)\n"
     [verdict] = sb.run_tests(code + "print('done')", [stdio("", "done")])
     assert verdict.kind == "pass", verdict
-    out = subprocess.run(["ps", "-eo", "uid=,pid=,ppid=,args="], capture_output=True, text=True).stdout
+    out = subprocess.run(["ps", "-ww", "-eo", "uid=,pid=,ppid=,args="], capture_output=True, text=True).stdout
     rows = [line.split(None, 3) for line in out.splitlines() if line.strip()]
-    # Every zygote on the machine (other tests' sandboxes too); each one's forking template runs as a slot uid.
-    zygotes = {int(r[1]) for r in rows if len(r) == 4 and "agentrl.sandbox.zygote" in r[3]}
+    # Every zygote and template factory on the machine (other tests' sandboxes too: they run as root with the
+    # zygote's command line); each one's forking templates run as a slot uid.
+    zygotes = {int(r[1]) for r in rows if len(r) == 4 and "agentrl.sandbox.zygote" in r[3] and r[0] == "0"}
     ours = {w.proc.pid for pool in sb._pools.values() for w in pool.workers if w.alive()}
     sandboxed = [r for r in rows if UID_BASE <= int(r[0]) < UID_BASE + UID_BLOCKS * UID_BLOCK]
-    templates = [r for r in sandboxed if int(r[2]) in ours]
+    templates = [r for r in sandboxed if int(r[2]) in {f for z in ours for f in children(z)}]
     leftovers = [r for r in sandboxed if int(r[2]) not in zygotes]  # anything else is left over from a call
     assert ours <= zygotes and templates and leftovers == []
 
@@ -179,8 +180,7 @@ TEMPLATE_ATTACKS = {
 
 def _templates(sb) -> set[int]:
     zygotes = {w.proc.pid for pool in sb._pools.values() for w in pool.workers if w.alive()}
-    out = subprocess.run(["ps", "-eo", "pid=,ppid="], capture_output=True, text=True).stdout
-    return {int(p) for p, pp in (line.split() for line in out.splitlines()) if int(pp) in zygotes}
+    return {t for z in zygotes for t in templates_of_zygote(z)}
 
 
 @pytest.mark.parametrize("code", TEMPLATE_ATTACKS.values(), ids=TEMPLATE_ATTACKS.keys())

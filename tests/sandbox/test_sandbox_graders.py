@@ -8,7 +8,7 @@ import pytest
 
 from agentrl.sandbox import GraderCodeError, SandboxError
 
-from .conftest import NORMAL_GRADER, REPO, assert_still_works
+from .conftest import NORMAL_GRADER, REPO, assert_still_works, templates_of_zygote
 
 
 def g(body: str, header: str = "") -> str:
@@ -217,7 +217,7 @@ def test_declaring_an_already_readable_path_reuses_the_first_template(tmp_path):
         [zygote] = [w.proc.pid for w in box._pools[("grader", False)].workers]
 
         def templates() -> list[int]:
-            return [int(p) for p in open(f"/proc/{zygote}/task/{zygote}/children").read().split()]
+            return templates_of_zygote(zygote)
 
         first = templates()
         assert len(first) == 1
