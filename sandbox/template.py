@@ -52,6 +52,7 @@ CTRL_MAX = 1 << 16
 SOCK_FD = 3          # the template's end of the control socket, after lock-down
 FD_FLOOR = 100       # received descriptors are moved above this before being placed at 0..4
 BLOBS_FD = 4         # in the child: the memfd holding the job's blobs
+TEST_FD = 5          # in the child of an opaque test: the memfd holding the test (see child.run_assert_split)
 CACHE_MAX = 256
 _MAPS = ""
 _SCRATCH = "/"
@@ -208,10 +209,10 @@ class Template:
         """Python fallback of child_setup in _forkserver.c."""
         try:
             import fcntl
-            high = [fcntl.fcntl(fd, fcntl.F_DUPFD, FD_FLOOR) for fd in fds[:5]]
+            high = [fcntl.fcntl(fd, fcntl.F_DUPFD, FD_FLOOR) for fd in fds[:6]]
             for target, fd in enumerate(high):
                 os.dup2(fd, target)
-            os.closerange(BLOBS_FD + 1, 1 << 16)
+            os.closerange(len(high), 1 << 16)
             for res, value in zip((resource.RLIMIT_CPU, resource.RLIMIT_AS, resource.RLIMIT_FSIZE,
                                    resource.RLIMIT_NPROC), limits):
                 resource.setrlimit(res, (value, value))
@@ -227,6 +228,12 @@ class Template:
         """In the forked child, descriptors and limits in place: run the job. Never returns."""
         try:
             os.chdir(_SCRATCH)
+            if req.get("op") == "test" and req.get("mode") == "assert":
+                child.run_assert_split(req["job_len"], req["test_len"])  # never returns
+            try:
+                os.close(TEST_FD)  # a grader's own source, sent with its first call
+            except OSError:
+                pass
             job = read_blobs(BLOBS_FD, req["job_len"])
             os.close(BLOBS_FD)
             env = job["env"]
@@ -262,7 +269,7 @@ class Template:
             elif mode == "probe":
                 child.run_probe(code, arg)
             else:
-                child.run_assert(code, arg, req["nonce"])
+                raise RuntimeError(f"unknown test mode {mode!r}")
         elif op == "selftest":
             child.self_test(req.get("port"), list(req.get("private") or ()))
         else:

@@ -163,7 +163,7 @@ class Zygote:
     # ------------------------------------------------------------ one call
     def run(self, req: dict, blobs: list[bytes], *, timeout: float, memory_mb: int, read_paths=(), env=None,
             stdin: bytes | None = None, out_cap: int = 0, err_cap: int = 0, nproc: int = 16, fsize_mb: int = 64,
-            grader: tuple[str, bytes] | None = None) -> tuple[dict, list[bytes]]:
+            grader: tuple[str, bytes] | None = None, test: bytes | None = None) -> tuple[dict, list[bytes]]:
         """Send one job to the template for `read_paths`, which forks the child that runs it; read the
         child's result and output here, with caps. `grader`: (digest, source) of grader code."""
         if self.null is None:
@@ -179,7 +179,7 @@ class Zygote:
             try:
                 pipes = self._dispatch(tpl, dict(req), blobs, timeout=timeout, memory_mb=memory_mb, env=env,
                                        stdin=stdin, out_cap=out_cap, err_cap=err_cap, nproc=nproc,
-                                       fsize_mb=fsize_mb, grader=grader)
+                                       fsize_mb=fsize_mb, grader=grader, test=test)
                 break
             except OSError as e:  # the template died between calls (killed from outside): start another
                 self.templates.pop(key, None)
@@ -193,7 +193,7 @@ class Zygote:
         return status, got
 
     def _dispatch(self, tpl: "_Template", req: dict, blobs: list, *, timeout, memory_mb, env, stdin, out_cap, err_cap,
-                  nproc, fsize_mb, grader) -> tuple:
+                  nproc, fsize_mb, grader, test=None) -> tuple:
         """Make the call's pipes and send the job with their write ends; returns the read ends."""
         r_res, w_res = os.pipe()
         r_out, w_out = os.pipe() if out_cap else (None, os.dup(self.null))
@@ -204,6 +204,9 @@ class Zygote:
         job = marshal.dumps({"env": dict(env or {}), "blobs": list(blobs), "nonce": req.pop("nonce", None)})
         fds = [w_in, w_out, w_err, w_res, _memfd("job", job)]
         req["job_len"] = len(job)
+        if test is not None:
+            fds.append(_memfd("test", test))
+            req["test_len"] = len(test)
         need_py = False
         if grader is not None:
             digest, source = grader
@@ -368,8 +371,13 @@ class Zygote:
                             env=header.get("env") or {}, grader=(digest, blobs[0]))
         if op == "test":
             req = {"op": "test", "mode": header["mode"], "nonce": header.get("nonce"), "reseed": b"random" in blobs[0]}
+            test = None
+            if header["mode"] == "assert":  # the test goes to the test's process only (child.run_assert_split)
+                test = marshal.dumps({"test": blobs[1], "nonce": req.pop("nonce")})
+                blobs = [blobs[0], b"", blobs[2]]
             return self.run(req, [blobs[0], blobs[1]], timeout=header["timeout"], memory_mb=header["memory_mb"],
-                            stdin=blobs[2], out_cap=header["out_cap"], err_cap=8192, nproc=header.get("nproc", 16))
+                            stdin=blobs[2], out_cap=header["out_cap"], err_cap=8192, nproc=header.get("nproc", 16),
+                            test=test)
         if op == "selftest":
             return self.run({"op": "selftest", "port": header.get("port"),
                              "private": [str(p) for p in header.get("private") or ()][:8]}, [], timeout=5, memory_mb=256,

@@ -27,11 +27,12 @@ CASES = [
     # --- forging results
     ("prints PASSED", "print('PASSED')\nprint('{\"ok\": true, \"score\": 1.0}')", EQ, {}, ("error",)),
     ("sys.exit(0) before the test", "import sys\nsys.exit(0)\ndef f(x):\n    return 0\n", EQ, {}, ("fail",)),
-    ("os._exit(0) before the test", "import os\nos._exit(0)", OPAQUE, {}, ("fail",)),
-    ("exit inside the function", "import os\ndef f(x):\n    os._exit(0)\n", OPAQUE, {}, ("fail",)),
+    # opaque tests run the model's code in a process of its own: its exit makes the test raise
+    ("os._exit(0) before the test", "import os\nos._exit(0)", OPAQUE, {}, ("fail", "error")),
+    ("exit inside the function", "import os\ndef f(x):\n    os._exit(0)\n", OPAQUE, {}, ("fail", "error")),
     ("writes forged results on every fd",
      "import os\nfor fd in range(0, 64):\n    try:\n        os.write(fd, b'{\"ok\": true, \"score\": 1.0}\\n')\n"
-     "    except OSError:\n        pass\nos._exit(0)", OPAQUE, {}, ("fail",)),
+     "    except OSError:\n        pass\nos._exit(0)", OPAQUE, {}, ("fail", "error")),
     ("forges a probe value without knowing it",
      "import os\nos.write(3, b'{\"value\": {\"i\": \"5\"}}')\nos._exit(0)", EQ, {}, ("fail",)),
     ("always-equal object", "class E:\n    def __eq__(self, o):\n        return True\ndef f(x):\n    return E()\n",
