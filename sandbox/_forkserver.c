@@ -6,7 +6,7 @@
  * set-up in Python writes another 150. Here the template's side writes a few pages of C stack and one
  * buffer, and the child comes back to Python with its descriptors and limits already in place.
  *
- * serve(sock_fd, pidns, resume=False) -> (what, request, fds)
+ * serve(sock_fd, pidns, resume=False, call_uid=0) -> (what, request, fds)
  *   Loops receiving requests on the SEQPACKET socket, forking a child per request, waiting for it with
  *   its wall-time limit, killing what it left and sending the report. It returns to Python only:
  *   - in a forked child: ("child", json_bytes, []) with fds 0..4 in place, all others closed, the
@@ -102,7 +102,10 @@ static void close_all(int *fds, int nfds) {
 
 /* In the child: descriptors to 0..4 (and 5: an opaque test's memfd, or a grader's own source), everything
  * else closed, the call's limits. */
-static int child_setup(int *fds, int nfds, const struct req *r, int pidns) {
+struct caps_header { uint32_t version; int pid; };
+struct caps_data { uint32_t effective, permitted, inheritable; };
+
+static int child_setup(int *fds, int nfds, const struct req *r, int pidns, unsigned call_uid) {
     int high[CALL_FDS + 1];
     int keep = nfds > CALL_FDS ? CALL_FDS + 1 : CALL_FDS;
     for (int i = 0; i < keep; i++) {
@@ -126,6 +129,14 @@ static int child_setup(int *fds, int nfds, const struct req *r, int pidns) {
     }
     if (!pidns && setpgid(0, 0) < 0)
         return -1;
+    if (call_uid) { /* the calls' uid, and no capabilities left (the template kept CAP_SETUID, CAP_SETGID, CAP_KILL) */
+        struct caps_header h = { 0x20080522, 0 };
+        struct caps_data d[2];
+        memset(d, 0, sizeof d);
+        if (setresgid(call_uid, call_uid, call_uid) < 0 || setresuid(call_uid, call_uid, call_uid) < 0 ||
+            syscall(SYS_capset, &h, d) < 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -211,7 +222,8 @@ static int pend_fds[MAX_FDS], pend_nfds;
 static PyObject *serve(PyObject *self, PyObject *args) {
     (void)self;
     int sock, pidns, resume = 0;
-    if (!PyArg_ParseTuple(args, "ip|p", &sock, &pidns, &resume))
+    unsigned call_uid = 0;
+    if (!PyArg_ParseTuple(args, "ip|pI", &sock, &pidns, &resume, &call_uid))
         return NULL;
     int fds[MAX_FDS], nfds = 0;
     ssize_t n = 0;
@@ -259,7 +271,7 @@ static PyObject *serve(PyObject *self, PyObject *args) {
                 ;
         pid_t pid = fork(); /* GIL held; the template is single-threaded */
         if (pid == 0) {
-            if (child_setup(fds, nfds, &r, pidns) < 0) {
+            if (child_setup(fds, nfds, &r, pidns, call_uid) < 0) {
                 char msg[128];
                 int len = snprintf(msg, sizeof msg, "sandbox child set-up failed: %s\n", strerror(errno));
                 if (write(2, msg, len) < 0) {

@@ -39,6 +39,12 @@ def _send(obj: dict) -> None:
         pass
 
 
+def end_with_grader_error(message: str) -> None:
+    """End a grader's call now with `message` as its error (nothing the grader does can catch this)."""
+    _send({"grader_error": message})
+    os._exit(0)
+
+
 def _flush_std() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -234,6 +234,33 @@ def drop_privileges(uid: int) -> None:
     os.setresuid(uid, uid, uid)
 
 
+CAP_KILL, CAP_SETGID, CAP_SETUID, PR_SET_KEEPCAPS, _NR_CAPSET = 5, 6, 7, 8, 126
+CALL_UID_OFFSET = 100  # a worker's calls run under its template's uid + this: the template is out of their reach
+
+
+def capset(mask: int) -> None:
+    """Set this process's effective and permitted capabilities to `mask` (inheritable none)."""
+    header = ctypes.create_string_buffer(struct.pack("<Ii", 0x20080522, 0), 8)  # _LINUX_CAPABILITY_VERSION_3
+    data = ctypes.create_string_buffer(struct.pack("<6I", mask, mask, 0, 0, 0, 0), 24)
+    _check(_libc.syscall(_NR_CAPSET, header, data), "capset")
+
+
+def drop_to_uid_keeping_setuid(uid: int) -> None:
+    """Become `uid` with only CAP_SETUID, CAP_SETGID and CAP_KILL left: a template, so that each of its
+    children can move to the calls' uid (and then drop all three) and the template can still kill them."""
+    prctl(PR_SET_KEEPCAPS, 1)
+    drop_privileges(uid)
+    capset((1 << CAP_SETUID) | (1 << CAP_SETGID) | (1 << CAP_KILL))
+    prctl(PR_SET_KEEPCAPS, 0)
+
+
+def become_call_uid(uid: int) -> None:
+    """In a template's child: the calls' uid, no capabilities at all."""
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    capset(0)
+
+
 # ---------------------------------------------------------------- memory layout
 MADV_HUGEPAGE, MADV_COLLAPSE = 14, 25
 HUGE = 2 << 20

@@ -17,13 +17,14 @@ import tempfile
 import threading
 
 
+from .harden import CALL_UID_OFFSET  # noqa: F401  (a worker's calls: its uid + this)
 from .protocol import MAX_BLOB, ProtocolError, encode, read_msg, write_all
 from .results import SandboxError
 from .view import package_dirs, within
 
 STARTUP_TIMEOUT = 120.0
 UID_BASE = 61000
-POOL_SLOTS = 200    # uids per pool of one Sandbox (so at most this many workers a pool)
+POOL_SLOTS = 100    # workers a pool of one Sandbox can have
 UID_BLOCK = 1000    # uids per Sandbox: its five pools
 UID_BLOCKS = 1000   # Sandboxes that can live on one machine at once
 
@@ -53,7 +54,7 @@ class UidBlock:
                            "agentrl processes", "internal")
 
     def uid(self, kind_index: int, slot: int) -> int:
-        return self.base + kind_index * POOL_SLOTS + slot
+        return self.base + kind_index * 2 * POOL_SLOTS + slot  # its calls: + CALL_UID_OFFSET
 
     def release(self) -> None:
         if self.fd is not None:

@@ -56,6 +56,7 @@ TEST_FD = 5          # in the child of an opaque test: the memfd holding the tes
 CACHE_MAX = 256
 _MAPS = ""
 _SCRATCH = "/"
+_CALL_UID = 0  # the uid each child moves to (0: stay, as a template without root does)
 # A request: this fixed header, then a marshal-encoded dict for the Python side (written by the trusted
 # zygote; marshal decodes with far fewer page writes than json). Same layout as struct req in _forkserver.c.
 HEADER = struct.Struct("<IIIIQQQQ")
@@ -95,7 +96,8 @@ _libc_fork.restype = ctypes.c_int
 _libc_fork.argtypes = []
 
 
-def lock(sock_fd: int, ruleset_fd: int | None, *, uid: int | None, scratch: str, seccomp: bytes | None) -> None:
+def lock(sock_fd: int, ruleset_fd: int | None, *, uid: int | None, call_uid: int | None, scratch: str,
+         seccomp: bytes | None) -> None:
     """Irreversibly confine the template. Order matters: Landlock needs root or no_new_privs, the uid
     drop must precede the parent-death signal (setuid clears it), seccomp comes last."""
     os.setsid()
@@ -123,7 +125,12 @@ def lock(sock_fd: int, ruleset_fd: int | None, *, uid: int | None, scratch: str,
         harden.landlock_restrict(ruleset_fd)
         os.close(ruleset_fd)
     if uid is not None:
-        harden.drop_privileges(uid)
+        if call_uid is not None:
+            harden.drop_to_uid_keeping_setuid(uid)
+            global _CALL_UID
+            _CALL_UID = call_uid
+        else:
+            harden.drop_privileges(uid)
     harden.prctl(harden.PR_SET_PDEATHSIG, signal.SIGKILL)
     global _SCRATCH
     _SCRATCH = scratch
@@ -159,7 +166,7 @@ class Template:
         if fast_path() == "C":
             resume = False
             while True:
-                what, data, fds = _forkserver.serve(SOCK_FD, self.pidns, resume)
+                what, data, fds = _forkserver.serve(SOCK_FD, self.pidns, resume, _CALL_UID)
                 if what == "child":
                     self.run_child(marshal.loads(data))
                 self.prepare(marshal.loads(data[HEADER.size:]), fds)
@@ -218,6 +225,8 @@ class Template:
                 resource.setrlimit(res, (value, value))
             if not self.pidns:
                 os.setpgid(0, 0)
+            if _CALL_UID:
+                harden.become_call_uid(_CALL_UID)
         except BaseException:  # noqa: BLE001
             try:
                 traceback.print_exc(file=sys.stderr)
@@ -336,11 +345,11 @@ class Template:
 PR_SET_CHILD_SUBREAPER = 36
 
 
-def main(sock_fd: int, ruleset_fd: int | None, *, kind: str, network: bool, uid: int | None, scratch: str,
-         seccomp: bytes | None, pidns: bool) -> None:
+def main(sock_fd: int, ruleset_fd: int | None, *, kind: str, network: bool, uid: int | None,
+         call_uid: int | None, scratch: str, seccomp: bytes | None, pidns: bool) -> None:
     """Entry point in the process the zygote forked; never returns."""
     try:
-        lock(sock_fd, ruleset_fd, uid=uid, scratch=scratch, seccomp=seccomp)
+        lock(sock_fd, ruleset_fd, uid=uid, call_uid=call_uid, scratch=scratch, seccomp=seccomp)
         Template(kind, network, pidns).serve()
     except BaseException:  # noqa: BLE001
         try:

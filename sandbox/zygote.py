@@ -38,8 +38,11 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 class Zygote:
     def __init__(self, kind: str, uid: int, network: bool) -> None:
         self.kind, self.uid, self.network = kind, uid, network
+        # The template runs as `uid`, its calls as `call_uid`: no call can change its template's limits,
+        # priority or CPU set, signal it or see it in /proc.
+        self.call_uid = uid + harden.CALL_UID_OFFSET if os.geteuid() == 0 else None
         self.report: dict[str, list] = {}
-        self.fs = FileView(uid, network, self.note)
+        self.fs = FileView(self.call_uid or uid, network, self.note)
         self.compiled: dict[tuple, object] = {}
         self.pidns_fd: int | None = None
         self.seccomp: bytes | None = None
@@ -94,7 +97,8 @@ class Zygote:
                                                             ", connect() and sendto(address) (no unix sockets)"))
         else:
             self.note("seccomp", False, "filter only written for x86_64")
-        self.note("uid_drop", is_root, f"per-slot uid (this worker: {self.uid}), no supplementary groups" if is_root else
+        self.note("uid_drop", is_root, f"per-slot uids, no supplementary groups, no capabilities: calls run as "
+                  f"{self.call_uid}, their template as {self.uid}" if is_root else
                   "not root: cannot switch to a per-slot uid (RLIMIT_NPROC shared with the host user)")
         self.note("rlimits", True, "CPU, address space, file size, processes, open files, core=0")
         self.cg_base, why = cgroup.find_base()
@@ -105,7 +109,7 @@ class Zygote:
                   f"not used ({why}): RLIMIT_AS bounds each process, so a call with n processes can use n x memory_mb")
         if pidns_error is not None:
             how = ("killed by the template's memory cgroup" if self.cg_base is not None else
-                   f"killed by the slot uid ({self.uid})" if is_root else
+                   f"killed by the slot uid ({self.call_uid})" if is_root else
                    "NOT killed if they leave the call's process group (setsid)")
             self.note("pid_ns", False, f"{pidns_error}; processes a call leaves running are {how} after it ends")
         loop = template_mod.fast_path()
@@ -142,7 +146,8 @@ class Zygote:
     def _launch(self, sock_fd: int, ruleset_fd: int | None) -> None:
         """In a process the factory forked: become a template (never returns)."""
         template_mod.main(sock_fd, ruleset_fd, kind=self.kind, network=self.network,
-                          uid=self.uid if os.geteuid() == 0 else None, scratch=self.fs.scratch, seccomp=self.seccomp,
+                          uid=self.uid if os.geteuid() == 0 else None, call_uid=self.call_uid,
+                          scratch=self.fs.scratch, seccomp=self.seccomp,
                           pidns=self.pidns_fd is not None)
 
     def _start_template(self, read_paths: tuple[str, ...]) -> "_Template":
@@ -326,7 +331,7 @@ class Zygote:
         keep = {t.pid for t in self.templates.values()} | {tpl.pid}
         for round_ in range(100):
             try:
-                found = tpl.cgroup.pids() if tpl.cgroup is not None else _uid_pids(self.uid)
+                found = tpl.cgroup.pids() if tpl.cgroup is not None else _uid_pids(self.call_uid)
             except OSError:
                 return
             live = [p for p in found - keep if _state(p) not in ("Z", "X", None)]
