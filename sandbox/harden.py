@@ -56,6 +56,15 @@ def umount(target: str, flags: int = MNT_DETACH) -> None:
     _check(_libc.umount2(target.encode(), flags), f"umount {target}")
 
 
+def loopback_up() -> None:
+    """Bring up `lo` in this (new) network namespace."""
+    import fcntl
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        flags = struct.unpack_from("16sH", fcntl.ioctl(s, 0x8913, struct.pack("16sH22x", b"lo", 0)))[1]  # SIOCGIFFLAGS
+        fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", flags | 1))  # SIOCSIFFLAGS, IFF_UP
+
+
 def prctl(option: int, arg2: int = 0, arg3: int = 0) -> int:
     return _check(_libc.prctl(option, arg2, arg3, 0, 0), f"prctl {option}")
 

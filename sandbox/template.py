@@ -97,7 +97,7 @@ _libc_fork.argtypes = []
 
 
 def lock(sock_fd: int, ruleset_fd: int | None, *, uid: int | None, call_uid: int | None, scratch: str,
-         seccomp: bytes | None) -> None:
+         seccomp: bytes | None, env: dict | None = None) -> None:
     """Irreversibly confine the template. Order matters: Landlock needs root or no_new_privs, the uid
     drop must precede the parent-death signal (setuid clears it), seccomp comes last."""
     os.setsid()
@@ -137,7 +137,7 @@ def lock(sock_fd: int, ruleset_fd: int | None, *, uid: int | None, call_uid: int
     os.chdir("/")  # each child enters the scratch mount of its own call (view.FileView.fresh_scratch)
     os.umask(0o077)
     os.environ.clear()
-    os.environ.update({"HOME": scratch, "TMPDIR": scratch})
+    os.environ.update({"HOME": scratch, "TMPDIR": scratch, **(env or {})})
     # As pid 1 of the namespace the template ignores every signal it has no handler for; children
     # inherit the defaults.
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM):
@@ -346,10 +346,10 @@ PR_SET_CHILD_SUBREAPER = 36
 
 
 def main(sock_fd: int, ruleset_fd: int | None, *, kind: str, network: bool, uid: int | None,
-         call_uid: int | None, scratch: str, seccomp: bytes | None, pidns: bool) -> None:
+         call_uid: int | None, scratch: str, seccomp: bytes | None, pidns: bool, env: dict | None = None) -> None:
     """Entry point in the process the zygote forked; never returns."""
     try:
-        lock(sock_fd, ruleset_fd, uid=uid, call_uid=call_uid, scratch=scratch, seccomp=seccomp)
+        lock(sock_fd, ruleset_fd, uid=uid, call_uid=call_uid, scratch=scratch, seccomp=seccomp, env=env)
         Template(kind, network, pidns).serve()
     except BaseException:  # noqa: BLE001
         try:

@@ -26,6 +26,7 @@ import traceback
 from . import cgroup, harden
 from . import template as template_mod
 from .factory import Factory
+from .netproxy import start_proxy
 from .protocol import encode, read_msg, write_all
 from .view import FileView
 
@@ -52,6 +53,7 @@ class Zygote:
         self.cg_count = 0
         self.host_fds: tuple[int, ...] = ()  # its pipes to the host, which the factory closes
         self.factory: Factory | None = None
+        self.call_env: dict[str, str] = {}  # variables every call gets (a network grader's proxy)
         self.retire: str | None = None  # set when this worker can no longer give a clean start to a call
 
     def note(self, key: str, ok: bool, reason: str) -> None:
@@ -60,17 +62,26 @@ class Zygote:
     # ------------------------------------------------------------ setup
     def setup(self) -> None:
         is_root = os.geteuid() == 0
-        flags = harden.CLONE_NEWNS | harden.CLONE_NEWIPC | harden.CLONE_NEWUTS
-        if not self.network:
-            flags |= harden.CLONE_NEWNET
+        # Network graders get a namespace of their own too; their only way out is the proxy (netproxy.py),
+        # which stays in the host's namespace and refuses the host's own and private addresses.
+        proxy = start_proxy(self.uid if is_root else None, close=self.host_fds) if self.network and is_root else None
+        flags = harden.CLONE_NEWNS | harden.CLONE_NEWIPC | harden.CLONE_NEWUTS | harden.CLONE_NEWNET
         try:
             harden.unshare(flags)
             self.note("mount_ns", True, "private mount namespace: scratch on a size-capped tmpfs, home directories hidden")
-            self.note("net_ns", not self.network, "empty network namespace (no interfaces up)" if not self.network
-                      else "network requested by the caller: host network namespace")
+            if proxy is not None:
+                port = proxy.serve_inside()
+                url = f"http://127.0.0.1:{port}"
+                self.call_env = {"HTTP_PROXY": url, "HTTPS_PROXY": url, "http_proxy": url, "https_proxy": url}
+                self.note("net_ns", True, f"own network namespace; the only way out is an HTTP(S) proxy ({url}) that "
+                          "refuses the host's own, loopback and private addresses")
+            else:
+                self.note("net_ns", True, "empty network namespace (no interfaces up)")
             self.note("ipc_uts_ns", True, "private IPC and UTS namespaces")
             self.fs.mount()
         except OSError as e:
+            if proxy is not None:
+                os.kill(proxy.pid, signal.SIGKILL)
             for key in ("mount_ns", "net_ns", "ipc_uts_ns"):
                 self.note(key, False, f"{e} (needs root or CAP_SYS_ADMIN)")
         pidns_error = None
@@ -147,7 +158,7 @@ class Zygote:
         """In a process the factory forked: become a template (never returns)."""
         template_mod.main(sock_fd, ruleset_fd, kind=self.kind, network=self.network,
                           uid=self.uid if os.geteuid() == 0 else None, call_uid=self.call_uid,
-                          scratch=self.fs.scratch, seccomp=self.seccomp,
+                          scratch=self.fs.scratch, seccomp=self.seccomp, env=self.call_env,
                           pidns=self.pidns_fd is not None)
 
     def _start_template(self, read_paths: tuple[str, ...]) -> "_Template":

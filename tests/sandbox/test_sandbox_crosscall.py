@@ -304,7 +304,7 @@ def test_a_broken_worker_makes_the_call_unscorable_not_failed(sb, victim):
 def test_the_python_loop_is_really_the_python_loop(sb):
     """The fixture runs every test against both loops; the call's own stack says which one forked it."""
     code = ("import sys\nf = sys._getframe()\nloop = '?'\nwhile f:\n    if f.f_code.co_name == 'serve':\n"
-            "        loop = 'C' if 'resume' in f.f_locals else 'Python'\n    f = f.f_back\nprint(loop)")
+            "        loop = 'C' if 'what' in f.f_locals else 'Python'\n    f = f.f_back\nprint(loop)")
     want = sb.isolation_report().fork_loop.reason.split(" in ", 1)[1].split()[0]
     [v] = sb.run_tests(code, [stdio(want)])
     assert v.passed, v
