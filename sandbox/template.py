@@ -1,6 +1,6 @@
 """The per-call fast path: a locked-down process that forks one child per call.
 
-The zygote forks a template once per set of readable paths. The template locks itself down for good
+The template factory (factory.py) forks a template per set of readable paths and per grader. The template locks itself down for good
 (rlimit ceilings, `no_new_privs`, Landlock, the per-slot uid, the parent-death signal, an empty
 environment, the seccomp filter), then serves calls over a SEQPACKET socket: each request is a small
 JSON header plus the call's file descriptors (stdin, stdout, stderr, result pipe and a memfd holding the

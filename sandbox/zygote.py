@@ -2,11 +2,12 @@
 
 At start it enters its own mount, network, IPC and UTS namespaces, sets up what calls can see and write
 (view.py: a private scratch tmpfs, hidden shared and home directories, the Landlock read allow-list),
-imports the heavy modules once and measures the isolation it got. It then forks a template (template.py)
-for each set of declared read paths: pid 1 of a fresh pid namespace, locked down once, forking one child
-per call. The zygote stays
+imports the heavy modules once and measures the isolation it got. It then forks the template factory
+(factory.py), which forks a template (template.py) for each set of declared read paths and each grader:
+pid 1 of a fresh pid namespace, locked down once, forking one child per call. The zygote stays
 privileged and trusted: it makes each call's pipes, sends the job to the template, reads the results with
-caps, kills a template that overstays, empties the scratch dir and replies to the host.
+caps, kills a template that overstays, mounts a fresh scratch tmpfs and replies to the host. When it cannot
+give the next call a clean start it answers, then exits ("retires"), and the host starts another.
 """
 
 from __future__ import annotations
