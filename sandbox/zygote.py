@@ -29,12 +29,12 @@ from . import template as template_mod
 from .factory import Factory
 from .netproxy import start_proxy
 from .protocol import encode, read_msg, write_all
+from .tplhandle import TemplateHandle, memfd as _memfd, state as _state, uid_pids as _uid_pids
 from .view import FileView
 
 RESULT_CAP = 1 << 20
 TEMPLATES_MAX = 8   # one per distinct set of declared read paths; the least recently used goes first
 BACKSTOP_S = 3.0    # past a call's timeout, a template that has not reported is killed
-PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 class Zygote:
@@ -49,7 +49,7 @@ class Zygote:
         self.pidns_fd: int | None = None
         self.seccomp: bytes | None = None
         self.null: int | None = None
-        self.templates: dict[tuple, _Template] = {}
+        self.templates: dict[tuple, TemplateHandle] = {}
         self.cg_base: str | None = None
         self.cg_count = 0
         self.host_fds: tuple[int, ...] = ()  # its pipes to the host, which the factory closes
@@ -144,7 +144,7 @@ class Zygote:
             self.template(((), None), ())
 
     # ------------------------------------------------------------ templates
-    def template(self, key: tuple, read_paths: tuple[str, ...]) -> "_Template":
+    def template(self, key: tuple, read_paths: tuple[str, ...]) -> "TemplateHandle":
         """The template for `key`: the declared read paths, and for graders the digest of the grader's
         source, so that no template ever holds another reward's code."""
         tpl = self.templates.pop(key, None)
@@ -162,11 +162,11 @@ class Zygote:
                           scratch=self.fs.scratch, seccomp=self.seccomp, env=self.call_env,
                           pidns=self.pidns_fd is not None)
 
-    def _start_template(self, read_paths: tuple[str, ...]) -> "_Template":
+    def _start_template(self, read_paths: tuple[str, ...]) -> "TemplateHandle":
         self.fs.fresh_scratch()
         ruleset = self.fs.ruleset(read_paths)
         pid, sock, pidfd = self.factory.spawn(ruleset)
-        tpl = _Template(pid, sock, pidfd)
+        tpl = TemplateHandle(pid, sock, pidfd)
         if self.cg_base is not None:
             self.cg_count += 1
             try:  # before its first call: every child it forks is counted there
@@ -209,7 +209,7 @@ class Zygote:
             self.templates.pop(key, None)
         return status, got
 
-    def _dispatch(self, tpl: "_Template", req: dict, blobs: list, *, timeout, memory_mb, env, stdin, out_cap, err_cap,
+    def _dispatch(self, tpl: "TemplateHandle", req: dict, blobs: list, *, timeout, memory_mb, env, stdin, out_cap, err_cap,
                   nproc, fsize_mb, grader, test=None) -> tuple:
         """Make the call's pipes and send the job with their write ends; returns the read ends."""
         r_res, w_res = os.pipe()
@@ -258,7 +258,7 @@ class Zygote:
                 tpl.cgroup.baseline = None
         return r_res, r_out, r_err
 
-    def _collect(self, tpl: "_Template", timeout, r_res, r_out, r_err, out_cap, err_cap):
+    def _collect(self, tpl: "TemplateHandle", timeout, r_res, r_out, r_err, out_cap, err_cap):
         start = time.monotonic()
         backstop = start + timeout + BACKSTOP_S  # the template kills at `timeout`; this is if it does not
         bufs = {r_res: bytearray(), r_out: bytearray(), r_err: bytearray()}
@@ -334,7 +334,7 @@ class Zygote:
             status["memory"] = True
         return status, [bytes(bufs[r_res]), bytes(bufs[r_out]), bytes(bufs[r_err])]
 
-    def _kill_leftovers(self, tpl: "_Template") -> None:
+    def _kill_leftovers(self, tpl: "TemplateHandle") -> None:
         """Without a pid namespace the template kills only the call's process group: kill here whatever else
         the call left running (a process that called setsid), found by the template's memory cgroup or, without
         one, by the slot uid. The template reaps them before its next fork."""
@@ -402,98 +402,6 @@ class Zygote:
         if op == "ping":
             return {"pong": os.getpid()}, []
         return {"error": f"unknown op {op!r}"}, []
-
-
-class _Template:
-    """The zygote's handle on one template process (template.py)."""
-
-    def __init__(self, pid: int, sock: socket.socket, pidfd: int) -> None:
-        self.pid, self.sock, self.pidfd = pid, sock, pidfd
-        self.known: set[str] = set()  # digests of the grader sources this template has compiled
-        self._vm: int | None = None
-        self.cgroup: cgroup.MemoryCgroup | None = None
-        self.oom_seen = 0
-        self.alive = True
-
-    def vm_size(self) -> int:
-        """Its address space: a child starts with the same, and gets `memory_mb` on top. It grows only
-        when the template compiles grader code, so it is read again after that."""
-        if self._vm is None:
-            with open(f"/proc/{self.pid}/statm", "rb") as f:
-                self._vm = int(f.read().split()[0]) * PAGE
-        return self._vm
-
-    def send_kill(self) -> None:
-        try:
-            self.sock.send(template_mod.KILL)
-        except OSError:
-            self.kill()
-
-    def kill(self) -> None:
-        if self.alive:
-            try:
-                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
-            except OSError:
-                pass
-
-    def reap(self) -> int:
-        """Wait until the (dying) template is gone (the kernel reaps it: it is the factory's child)."""
-        if not self.alive:
-            return -9
-        select.select([self.pidfd], [], [], 5.0)
-        self.alive = False
-        os.close(self.pidfd)
-        self.sock.close()
-        if self.cgroup is not None:
-            self.cgroup.remove()  # empty now: the namespace's processes died with its init
-        return -9
-
-    def stop(self) -> int:
-        self.kill()
-        return self.reap()
-
-    def memory_killed(self) -> bool:
-        """Whether the cgroup's OOM killer ended one of the call's processes since the last check."""
-        if self.cgroup is None:
-            return False
-        try:
-            kills = self.cgroup.oom_kills()
-        except OSError:
-            return False
-        seen, self.oom_seen = self.oom_seen, kills
-        return kills > seen
-
-
-def _state(pid: int) -> str | None:
-    """The process's state letter from /proc (Z: exited, not yet reaped), or None if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0].decode()
-    except (OSError, IndexError):
-        return None
-
-
-def _uid_pids(uid: int) -> set[int]:
-    """Every process whose real uid is `uid` (from /proc/PID/status: a process that changed uid is not
-    dumpable, so its /proc directory belongs to root)."""
-    out, want = set(), str(uid).encode()
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/status", "rb") as f:
-                    line = next(x for x in f if x.startswith(b"Uid:"))
-                if line.split()[1] == want:
-                    out.add(int(name))
-            except (OSError, StopIteration, IndexError):
-                pass
-    return out
-
-
-def _memfd(name: str, data: bytes) -> int:
-    fd = os.memfd_create(name, os.MFD_CLOEXEC)
-    write_all(fd, data)
-    os.lseek(fd, 0, os.SEEK_SET)
-    return fd
 
 
 def main() -> None:
