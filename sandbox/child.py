@@ -302,6 +302,8 @@ def run_assert_split(job_len: int, test_len: int) -> None:
             _raise_remote(first["raise"])
         ns = {"__name__": "__main__", "__builtins__": builtins}
         for name, what in first["names"].items():
+            if hasattr(builtins, name):
+                continue  # a test's `len`, `abs` or `AssertionError` is the builtin, never the model's
             if "call" in what:
                 ns[name] = _Remote(ours, name)
             elif "module" in what and what["module"] in sys.modules:

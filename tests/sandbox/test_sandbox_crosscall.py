@@ -235,8 +235,9 @@ def test_a_network_grader_cannot_reach_host_loopback(sb, listener):
 
 
 # ---------------------------------------------------------------- 6. forged verdicts on opaque tests
-HUMANEVAL_LIKE = {"type": "assert", "code": "def check(candidate):\n    assert candidate(2) == 4\n"
-                                            "    assert candidate(5) == 10\n\ncheck(double)\n"}
+HUMANEVAL_LIKE = {"type": "assert", "code": "def check(candidate):\n    assert abs(candidate(2) - 4) < 1e-9\n"
+                                            "    assert len([candidate(5)]) == 1 and candidate(5) == 10\n"
+                                            "\ncheck(double)\n"}
 WRONG = "def double(x):\n    return 0\n"
 FORGERIES = {
     "replace exec in builtins": "import builtins\nbuiltins.exec = lambda *a, **k: None\n" + WRONG,
@@ -257,6 +258,8 @@ FORGERIES = {
                          "        for v in list(o.values()):\n            if isinstance(v, str) and len(v) == 32:\n"
                          "                try:\n                    os.write(3, v.encode())\n"
                          "                except OSError:\n                    pass\n" + WRONG,
+    "shadow a builtin the test uses": "def abs(x):\n    return 0\n"
+                                      "def double(x):\n    return 10 if x == 5 else 0\n",
     "object that equals everything": "class E:\n    def __eq__(self, o):\n        return True\n"
                                      "def double(x):\n    return E()\n",
 }
