@@ -6,6 +6,8 @@
     agentrl tools call CONFIG SERVER.TOOL '{"a": 1}'
     agentrl reward new --preset NAME > reward.py  start a reward from a preset
     agentrl demo build DIR                        build the CPU demo's model and data offline
+    agentrl data check|split|convert ...          look at a dataset before training (agentrl.workflow)
+    agentrl prior | eval | compare | inspect | export   before and after training (agentrl.workflow)
 """
 
 from __future__ import annotations
@@ -109,6 +111,9 @@ def parser() -> argparse.ArgumentParser:
     dm.add_argument("action", choices=["build"])
     dm.add_argument("dir")
     dm.set_defaults(func=_cmd_demo)
+    from agentrl.workflow.commands import add_parsers
+
+    add_parsers(sub)
     return p
 
 
