@@ -104,7 +104,10 @@ def vllm_available() -> bool:
 
 def open_engine(model_path: str, *, prompt_length: int, response_length: int, kind: str = "auto",
                 seed: int = 0, max_batch: int = 64):
-    """``auto`` picks vLLM when it is installed and a GPU is present, else transformers."""
+    """``auto`` picks vLLM when it is installed and a GPU is present, else transformers. An object with
+    ``generate(request_id, prompt_ids=..., sampling_params=...)`` is used as it is (e.g. scripted replies)."""
+    if not isinstance(kind, str):
+        return kind
     if not os.path.isfile(os.path.join(model_path, "config.json")):
         raise EngineError(f"{model_path!r} is not a HuggingFace model folder (no config.json); give a model "
                           f"folder, a run directory (RUN_DIR or RUN_DIR:STEP) or 'base'")

@@ -34,11 +34,11 @@ def run_records(settings: Any, model_path: str, data: str, *, samples: int, temp
     try:
         with out.progress(label, total=len(rows) * samples) as tick:
             records = runner.run(rows, samples=samples, temperature=temperature, progress=tick)
-        stats = runner.engine.stats()
+        stats = runner.engine.stats() if hasattr(runner.engine, "stats") else {}
     finally:
         runner.close()
     info = {"model": model_path, "data": data, "rows": len(rows), "samples": samples, "temperature": temperature,
-            "engine": runner.engine.name, "seconds": round(time.perf_counter() - started, 2), **stats}
+            "engine": getattr(runner.engine, "name", type(runner.engine).__name__), "seconds": round(time.perf_counter() - started, 2), **stats}
     return records, info
 
 

@@ -92,12 +92,16 @@ def export(run_dir: str, out_dir: str, *, step: int | None, out: Output, force: 
     (dst / "README.md").write_text(model_card(info))
     out.table(f"exported {run_dir} step {step} → {dst}", ["", "value"], [
         ["weights", "LoRA merged into the base model" if lora else "full fine-tune"], ["base model", base],
-        ["final reward", info["final_metrics"].get("reward_mean", "–")],
+        ["final reward (training)", _fmt(info["final_metrics"].get("reward_mean"))],
         *[[f"data {k}", f"{v['rows']} rows, sha256 {v['sha256'][:12]}…"] for k, v in data.items()]])
     out.line("serve it with vLLM:")
     out.line(f"  {serve}")
     out.emit({k: v for k, v in info.items() if k != "training_config"} | {"out_dir": str(dst)})
     return info
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else "–" if value is None else str(value)
 
 
 def model_card(info: dict[str, Any]) -> str:

@@ -63,10 +63,10 @@ class LocalRunner:
                                               "calculate_log_probs": True}},
             "data": {"apply_chat_template_kwargs": {}},
         })
-        self.tokenizer = AutoTokenizer.from_pretrained(model_path)
-        self.model_type = getattr(AutoConfig.from_pretrained(model_path), "model_type", None)
         self.engine = open_engine(model_path, prompt_length=settings.max_prompt_length,
                                   response_length=settings.max_response_length, kind=engine, seed=settings.seed)
+        self.tokenizer = AutoTokenizer.from_pretrained(model_path)
+        self.model_type = getattr(AutoConfig.from_pretrained(model_path), "model_type", None)
         self.concurrency = concurrency
 
     def _loop(self):
@@ -124,7 +124,8 @@ class LocalRunner:
         return records
 
     def close(self) -> None:
-        self.engine.close()
+        if hasattr(self.engine, "close"):
+            self.engine.close()
 
 
 async def _close_hubs(spec_path: str) -> None:
