@@ -70,8 +70,13 @@ def _show_check(result: dict, out: Output) -> None:
     s = result["summary"]
     for p in result["problems"]:
         out.line(f"{p['where']}: {p['problem']}")
-    out.line(f"{len(result['problems'])} problem(s) in {s['rows']} valid rows" if result["problems"]
-             else f"no problems in {s['rows']} rows")
+    warnings = result["warnings"]
+    for w in warnings[:5]:
+        out.line(f"{w['where']}: warning: {w['problem']}")
+    if len(warnings) > 5:
+        out.line(f"... and {len(warnings) - 5} more warnings like these (--json lists all)")
+    out.line((f"{len(result['problems'])} problem(s) in {s['rows']} valid rows" if result["problems"]
+              else f"no problems in {s['rows']} rows") + (f", {len(warnings)} warning(s)" if warnings else ""))
     out.table("rows", ["file", "rows"], [[f, n] for f, n in s["files"].items()])
     out.table("metadata", ["key", "rows", "distinct", "top values"],
               [[k, m["rows"], m["distinct"], ", ".join(f"{v} ×{n}" for v, n in list(m["values"].items())[:5])]

@@ -6,7 +6,8 @@
 
 ``check`` reports every problem with ``file:line`` (not only the first): rows that are not agentrl rows,
 duplicate ids across all files, empty prompts, metadata a configured reward reads but the row lacks, and
-prompts longer than ``agentrl.max_prompt_length`` once the tool schemas are in the template. Then a summary:
+prompts longer than ``agentrl.max_prompt_length`` once the tool schemas are in the template (a warning:
+verl keeps their end, so training runs, on a cut prompt). Then a summary:
 rows, metadata keys with their value counts, prompt lengths in tokens.
 """
 
@@ -87,6 +88,7 @@ def check(files: list[str], *, settings: Any = None, model: str | None = None) -
     from agentrl.dataset import DatasetError, _check_row, row_id
 
     problems: list[Problem] = []
+    warnings: list[Problem] = []
     seen: dict[str, str] = {}
     needs = reward_metadata_keys(settings.rewards) if settings else {}
     per_file: dict[str, int] = {}
@@ -132,11 +134,12 @@ def check(files: list[str], *, settings: Any = None, model: str | None = None) -
                                "metadata": {k: {"rows": n, "values": dict(values[k].most_common(8)),
                                                 "distinct": len(values[k])} for k, n in key_counts.most_common()}}
     if model and good:
-        summary["prompt_tokens"] = _prompt_lengths(good, model, settings, problems)
-    return {"ok": not problems, "problems": [p.as_dict() for p in problems], "summary": summary}
+        summary["prompt_tokens"] = _prompt_lengths(good, model, settings, warnings)
+    return {"ok": not problems, "problems": [p.as_dict() for p in problems],
+            "warnings": [w.as_dict() for w in warnings], "summary": summary}
 
 
-def _prompt_lengths(good: list[tuple[str, dict]], model: str, settings: Any, problems: list[Problem]) -> dict:
+def _prompt_lengths(good: list[tuple[str, dict]], model: str, settings: Any, warnings: list[Problem]) -> dict:
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(model)
@@ -151,7 +154,7 @@ def _prompt_lengths(good: list[tuple[str, dict]], model: str, settings: Any, pro
                                       return_dict=False)
         lengths.append(len(ids))
         if limit and len(ids) > limit:
-            problems.append(Problem(where, f"prompt is {len(ids)} tokens with the tool schemas, over "
+            warnings.append(Problem(where, f"prompt is {len(ids)} tokens with the tool schemas, over "
                                            f"agentrl.max_prompt_length={limit}; verl cuts its start off. "
                                            f"Raise max_prompt_length or shorten the prompt"))
     lengths.sort()
