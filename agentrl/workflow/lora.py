@@ -56,11 +56,14 @@ def merge(hf: Path, out: Path, *, base: str, meta: dict | None = None, run_confi
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
     peft_model = get_peft_model(model, LoraConfig(r=rank, lora_alpha=alpha, target_modules=targets))
     state = peft_model.state_dict()
-    missing = [k for k in state if _canonical(k) not in saved]
+    present = {state[k].data_ptr() for k in state if _canonical(k) in saved}
+    # tied weights (lm_head = embeddings) are saved once; the copy shares storage with a present tensor
+    missing = [k for k in state if _canonical(k) not in saved and state[k].data_ptr() not in present]
     if missing:
         raise LoraMergeError(f"{hf}: the checkpoint lacks {len(missing)} of the adapted model's tensors "
                              f"(e.g. {missing[0]}); was it trained from {base}?")
-    peft_model.load_state_dict({k: saved[_canonical(k)].to(state[k].dtype) for k in state}, strict=True)
+    peft_model.load_state_dict({k: saved[_canonical(k)].to(state[k].dtype) for k in state if _canonical(k) in saved},
+                               strict=False)
     merged = peft_model.merge_and_unload()
     out.mkdir(parents=True, exist_ok=True)
     merged.save_pretrained(str(out))
