@@ -19,8 +19,13 @@ from agentrl.workflow.show import Output
 
 
 def _quiet() -> None:
-    # verl warns once per rollout when a prompt outgrows prompt_length; `agentrl data check` reports it per row
-    logging.getLogger("verl.experimental.agent_loop.agent_loop").setLevel(logging.ERROR)
+    """verl logs every prompt it cuts to prompt_length and every tool call it cannot decode; here these
+    would bury the tables. `agentrl data check` reports cut prompts per row, and a malformed call reaches
+    the record as an error tool result."""
+    from verl.experimental.agent_loop import agent_loop, tool_parser
+
+    agent_loop.logger.setLevel(logging.ERROR)
+    tool_parser.logger.setLevel(logging.CRITICAL)
 
 
 def _data(args: argparse.Namespace) -> int:

@@ -31,6 +31,7 @@ def run_records(settings: Any, model_path: str, data: str, *, samples: int, temp
     rows = load_rows(data, limit)
     started = time.perf_counter()
     runner = LocalRunner(settings, model_path, engine=engine)
+    loaded = time.perf_counter()
     try:
         with out.progress(label, total=len(rows) * samples) as tick:
             records = runner.run(rows, samples=samples, temperature=temperature, progress=tick)
@@ -38,7 +39,9 @@ def run_records(settings: Any, model_path: str, data: str, *, samples: int, temp
     finally:
         runner.close()
     info = {"model": model_path, "data": data, "rows": len(rows), "samples": samples, "temperature": temperature,
-            "engine": getattr(runner.engine, "name", type(runner.engine).__name__), "seconds": round(time.perf_counter() - started, 2), **stats}
+            "engine": getattr(runner.engine, "name", type(runner.engine).__name__),
+            "seconds": round(time.perf_counter() - started, 2), "load_seconds": round(loaded - started, 2),
+            "rollout_seconds": round(time.perf_counter() - loaded, 2), **stats}
     return records, info
 
 
@@ -64,7 +67,8 @@ def evaluate(config: str, model: str, *, data: str | None, samples: int, tempera
         ["unscorable", summary["unscorable"]], ["tool calls / rollout", f"{summary['tool_calls_mean']:.2f}"],
         ["response tokens / rollout", f"{summary['tokens_mean']:.1f}"],
         *[[f"reward/{k}", f"{v:.3f}"] for k, v in summary["components"].items()],
-        ["time", f"{info['seconds']}s ({info['engine']}, {info.get('batches', '?')} batches)"]])
+        ["time", f"{info['rollout_seconds']}s for the rollouts ({info['engine']}, {info.get('batches', '?')} batches)"
+                 f" + {info['load_seconds']}s to load"]])
     out.line(f"per-sample records: {output}")
     out.emit(result)
     return result

@@ -42,7 +42,7 @@ class LocalRunner:
     """The agent loop over rows with a local engine; one work directory per runner."""
 
     def __init__(self, settings: Any, model_path: str, *, engine: str = "auto", work_dir: str | None = None,
-                 concurrency: int = 64) -> None:
+                 concurrency: int = 64, max_batch: int = 64) -> None:
         from omegaconf import OmegaConf
         from transformers import AutoConfig, AutoTokenizer
 
@@ -64,7 +64,8 @@ class LocalRunner:
             "data": {"apply_chat_template_kwargs": {}},
         })
         self.engine = open_engine(model_path, prompt_length=settings.max_prompt_length,
-                                  response_length=settings.max_response_length, kind=engine, seed=settings.seed)
+                                  response_length=settings.max_response_length, kind=engine, seed=settings.seed,
+                                  max_batch=max_batch)
         self.tokenizer = AutoTokenizer.from_pretrained(model_path)
         self.model_type = getattr(AutoConfig.from_pretrained(model_path), "model_type", None)
         self.concurrency = concurrency
