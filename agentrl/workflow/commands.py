@@ -1,6 +1,6 @@
 """The workflow's subcommands for ``agentrl``: argument parsers and handlers (cli.py only wires them).
 
-    agentrl data check FILE... [--config CONFIG] [--model PATH|demo] [--json]
+    agentrl data check [FILE...] [--config CONFIG] [--model PATH|demo] [--json]
     agentrl data split FILE --val 0.15 --stratify KEY[,KEY] --seed 0 -o DIR
     agentrl data convert FILE -o OUT.jsonl
     agentrl prior CONFIG [--samples 5] [--limit 50] [--data FILE]
@@ -36,7 +36,10 @@ def _data(args: argparse.Namespace) -> int:
 
         settings = load_settings(args.config) if args.config else None
         model = load_settings_demo() if args.model == "demo" else args.model or (settings.model if settings else None)
-        result = check(args.files, settings=settings, model=model)
+        files = args.files or ([f for f in (settings.train_data, settings.val_data) if f] if settings else [])
+        if not files:
+            raise SystemExit("agentrl data check: give FILE(s), or --config CONFIG to check its train_data and val_data")
+        result = check(files, settings=settings, model=model)
         _show_check(result, out)
         out.emit(result)
         return 0 if result["ok"] else 1
@@ -145,7 +148,7 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser("data", help="check, split or convert a JSONL dataset")
     d.add_argument("action", choices=["check", "split", "convert"])
-    d.add_argument("files", nargs="+")
+    d.add_argument("files", nargs="*", help="JSONL files (check: default the config's train_data and val_data)")
     d.add_argument("--config", help="check: the training config (rewards' metadata, tools, max_prompt_length)")
     d.add_argument("--model", help="check: tokenizer for prompt lengths (a model folder, or 'demo'; default: the config's model)")
     d.add_argument("--val", type=float, default=0.15, help="split: validation share")

@@ -5,7 +5,8 @@
     agentrl data convert tutorial.jsonl -o data/all.jsonl
 
 ``check`` reports every problem with ``file:line`` (not only the first): rows that are not agentrl rows,
-duplicate ids across all files, empty prompts, metadata a configured reward reads but the row lacks, and
+duplicate ids across all files, empty prompts, rows no configured reward applies to (each reward's metadata
+missing), and
 prompts longer than ``agentrl.max_prompt_length`` once the tool schemas are in the template (a warning:
 verl keeps their end, so training runs, on a cut prompt). Then a summary:
 rows, metadata keys with their value counts, prompt lengths in tokens.
@@ -117,11 +118,7 @@ def check(files: list[str], *, settings: Any = None, model: str | None = None) -
             if not users[-1]["content"].strip():
                 problems.append(Problem(where, "empty prompt: the last user message has no text"))
             meta = row.get("metadata") or {}
-            for label, keys in needs.items():
-                lacking = [k for k in keys if meta.get(k) in (None, "", [])]
-                if lacking:
-                    problems.append(Problem(where, f"reward {label!r} reads metadata.{', metadata.'.join(lacking)}, "
-                                                   f"which this row lacks; add it or drop the row"))
+            _reward_coverage(where, meta, needs, len(settings.rewards) if settings else 0, problems, warnings)
             for key, value in meta.items():
                 key_counts[key] += 1
                 if isinstance(value, (str, int, float, bool)) or value is None:
@@ -137,6 +134,22 @@ def check(files: list[str], *, settings: Any = None, model: str | None = None) -
         summary["prompt_tokens"] = _prompt_lengths(good, model, settings, warnings)
     return {"ok": not problems, "problems": [p.as_dict() for p in problems],
             "warnings": [w.as_dict() for w in warnings], "summary": summary}
+
+
+def _reward_coverage(where: str, meta: dict, needs: dict[str, list[str]], n_rewards: int,
+                     problems: list[Problem], warnings: list[Problem]) -> None:
+    """A reward whose metadata a row lacks does not apply to it (it returns None). That is a problem only
+    when no configured reward applies: the row could never be scored."""
+    lacking = {label: [k for k in keys if meta.get(k) in (None, "", [])] for label, keys in needs.items()}
+    lacking = {label: keys for label, keys in lacking.items() if keys}
+    if not lacking:
+        return
+    said = "; ".join(f"{label!r} reads metadata.{', metadata.'.join(keys)}" for label, keys in lacking.items())
+    if len(lacking) == n_rewards:
+        problems.append(Problem(where, f"no configured reward applies to this row ({said}), so it can never be "
+                                       f"scored; add the metadata or drop the row"))
+    else:
+        warnings.append(Problem(where, f"not scored by {said}, which this row lacks"))
 
 
 def _prompt_lengths(good: list[tuple[str, dict]], model: str, settings: Any, warnings: list[Problem]) -> dict:

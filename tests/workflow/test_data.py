@@ -29,7 +29,8 @@ def test_check_reports_every_problem_with_file_and_line(tmp_path, demo_config, c
     ])
     b = _write(tmp_path / "b.jsonl", [
         _row("x", expected_answer="4", expected_tools=[{"name": "add"}]),                    # dup of a.jsonl:1
-        _row("v", expected_tools=[{"name": "add"}]),                                          # lacks expected_answer
+        _row("v", expected_tools=[{"name": "add"}]),                                          # math does not apply
+        _row("u", task="none of the rewards' keys"),                                           # no reward applies
     ])
     code = main(["data", "check", str(a), str(b), "--config", str(demo_config), "--json"])
     result = json.loads(capsys.readouterr().out)
@@ -42,9 +43,12 @@ def test_check_reports_every_problem_with_file_and_line(tmp_path, demo_config, c
     assert "empty prompt" in where[f"{a}:4"]
     assert "no \"messages\" key" in where[f"{a}:5"]
     assert f"duplicate id 'x' (first at {a}:1)" in where[f"{b}:1"]
-    assert "reward 'math' reads metadata.expected_answer" in where[f"{b}:2"]
+    assert f"{b}:2" not in where  # tool_use still scores it: a warning, not a problem
+    assert any(w["where"] == f"{b}:2" and "'math' reads metadata.expected_answer" in w["problem"]
+               for w in result["warnings"])
+    assert "no configured reward applies" in where[f"{b}:3"]
     summary = result["summary"]
-    assert summary["rows"] == 4 and summary["metadata"]["expected_tools"]["values"] == {"add": 4}
+    assert summary["rows"] == 5 and summary["metadata"]["expected_tools"]["values"] == {"add": 4}
     # prompt lengths with the calculator's real tool schemas, in the config's model's tokens
     assert summary["prompt_tokens"]["with_tool_schemas"] and summary["prompt_tokens"]["min"] > 100
 
