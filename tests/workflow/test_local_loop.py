@@ -70,7 +70,7 @@ def test_vllm_engine_without_vllm_says_how_to_get_it(settings):
     from agentrl.workflow.engine import EngineError, open_engine, vllm_available
 
     if vllm_available():
-        pytest.skip("vLLM and a GPU are present: the vLLM engine is exercised for real elsewhere")
+        pytest.skip("vLLM and a GPU are present; this test covers their absence")
     with pytest.raises(EngineError, match=r"needs vLLM and a GPU .*--engine transformers"):
         open_engine(settings.model, prompt_length=64, response_length=16, kind="vllm")
     with pytest.raises(EngineError, match="unknown engine 'tgi'"):
