@@ -120,3 +120,20 @@ def test_compare_rejects_files_that_are_not_evals(tmp_path, capsys):
 def test_status_rules():
     assert compare_mod._status(0.0, 0.0) == "never solved" and compare_mod._status(1.0, 1.0) == "already solved"
     assert compare_mod._status(None, 1.0) == "unscorable"
+
+
+def test_eval_of_a_run_directory_step(demo_config, tiny_demo, tmp_path, capsys):
+    import shutil
+
+    run = tmp_path / "runs" / "r"
+    for step in (2, 4):
+        shutil.copytree(tiny_demo["model_path"], run / "checkpoints" / f"global_step_{step}" / "actor" / "huggingface")
+    (run / "checkpoint_status.json").write_text(json.dumps({"complete": True, "step": 4}))
+    out = tmp_path / "r.jsonl"
+    assert main(["eval", str(demo_config), "--model", f"{run}:2", "--limit", "2", "-o", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model"].endswith("global_step_2/actor/huggingface")
+    assert main(["eval", str(demo_config), "--model", str(run), "--limit", "2", "-o", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model"].endswith("global_step_4/actor/huggingface")
+    assert main(["eval", str(demo_config), "--model", f"{run}:3", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "no HuggingFace model for step 3" in err and "global_step_2, global_step_4" in err
