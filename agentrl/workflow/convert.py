@@ -5,11 +5,12 @@
      "tools": ["search", "list", "read"], "metadata": {"task_type": "lookup", "difficulty": "easy"}}
   becomes
     {"id": "q-17", "messages": [{"role": "user", "content": "What was ACME's 2023 revenue?"}],
-     "metadata": {"expected_answer": "4.2e9", "tolerance_rel": 0.01, "evidence_path": "filings/acme-2023.md",
+     "metadata": {"expected_answer": "4.2e9", "tolerance_rel": 0.01, "tolerance": 0.01,
+                  "evidence_path": "filings/acme-2023.md",
                   "expected_tools": [{"name": "search"}, {"name": "read"}], "allowed_tools": ["search", "list", "read"],
                   "task_type": "lookup", "difficulty": "easy"}}
 
-``expected_answer`` is what the ``math`` reward reads, ``expected_tools`` what ``tool_use`` reads and
+``expected_answer`` and ``tolerance`` (relative) are what the ``math`` reward reads, ``expected_tools`` what ``tool_use`` reads and
 ``allowed_tools`` what the agent loop offers; every other field is kept under ``metadata`` so nothing is
 lost. A ``prompt`` may also be a list of messages. Rows already in agentrl's shape pass through.
 """
@@ -60,6 +61,8 @@ def convert_row(row: Any) -> dict:
             meta["expected_tools"] = [{"name": _tool_name(t)} for t in value or [] if _tool_name(t)]
         else:
             meta[key] = value
+            if key == "tolerance_rel":  # the math reward's tolerance is relative too
+                meta["tolerance"] = value
     if row.get("tools") is not None:
         names = [_tool_name(t) for t in row["tools"]]
         if None in names:

@@ -113,7 +113,7 @@ def test_convert_tutorial_rows(tmp_path, capsys):
     assert main(["data", "convert", str(src), "-o", str(out)]) == 0
     first, second = [json.loads(line) for line in out.read_text().splitlines()]
     assert first == {"id": "q-17", "messages": [{"role": "user", "content": TUTORIAL_ROW["prompt"]}],
-                     "metadata": {"expected_answer": "4.2e9", "tolerance_rel": 0.01,
+                     "metadata": {"expected_answer": "4.2e9", "tolerance_rel": 0.01, "tolerance": 0.01,
                                   "evidence_path": "filings/acme-2023.md",
                                   "expected_tools": [{"name": "search"}, {"name": "read"}],
                                   "allowed_tools": ["search", "list", "read"], "task_type": "lookup",
