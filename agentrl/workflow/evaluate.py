@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentrl.workflow.local import LocalRunner, load_rows
+from agentrl.workflow.local import LocalRunner, load_rows, preflight
 from agentrl.workflow.models import eval_data, load_settings, resolve_model
 from agentrl.workflow.show import Output
 
@@ -50,6 +50,8 @@ def evaluate(config: str, model: str, *, data: str | None, samples: int, tempera
     settings = load_settings(config, overrides)
     data = eval_data(settings, data, config)
     model_path = resolve_model(model, settings)
+    load_rows(data)  # a malformed row stops here, before the model loads
+    preflight(settings, config)
     temp = temperature if temperature is not None else (0.0 if samples == 1 else settings.temperature)
     records, info = run_records(settings, model_path, data, samples=samples, temperature=temp, limit=limit,
                                 engine=engine, out=out, label=f"eval {model}")
@@ -124,6 +126,8 @@ def prior(config: str, *, samples: int, limit: int | None, data: str | None, eng
           temperature: float | None = None, overrides: list[str] = ()) -> dict:
     settings = load_settings(config, overrides)
     data = data or settings.train_data
+    load_rows(data)
+    preflight(settings, config)
     temp = settings.temperature if temperature is None else temperature
     records, info = run_records(settings, settings.model, data, samples=samples, temperature=temp, limit=limit,
                                 engine=engine, out=out, label="prior check")

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from agentrl.errors import AgentrlError
 from agentrl.runlog import read_jsonl
 
 
@@ -36,6 +37,37 @@ def load_rows(path: str | Path, limit: int | None = None) -> list[dict]:
     path = Path(path)
     rows = [row_record(path, lineno, row) for lineno, row in read_rows(path)]
     return rows[:limit] if limit else rows
+
+
+class PreflightError(AgentrlError):
+    """A tool server does not start; raised before any model is loaded."""
+
+
+def preflight(settings: Any, where: str = "agentrl") -> None:
+    """What training checks before Ray starts, checked before a model loads: reward names and options,
+    the tool config, and that every tool server starts and lists its tools."""
+    from agentrl.rewards import RewardSet
+
+    RewardSet.from_config(settings.rewards, where=f"{where}: agentrl.rewards")
+    if not settings.tools:
+        return
+    from agentrl.tools import ToolHub, ToolInfraError, parse_servers_config
+
+    parse_servers_config(settings.tools, allow=settings.tool_allow)
+
+    async def listing() -> None:
+        hub = ToolHub.from_config(settings.tools, allow=settings.tool_allow)
+        try:
+            async with hub.rollout("agentrl-preflight") as session:
+                await session.tool_schemas()
+        finally:
+            await hub.aclose()
+
+    try:
+        asyncio.run(listing())
+    except ToolInfraError as exc:
+        raise PreflightError(f"{where}: agentrl.tools: {exc}. Run `agentrl tools check {where}` to see each "
+                             f"server's output") from None
 
 
 class LocalRunner:

@@ -137,3 +137,27 @@ def test_eval_of_a_run_directory_step(demo_config, tiny_demo, tmp_path, capsys):
     assert main(["eval", str(demo_config), "--model", f"{run}:3", "-o", str(out)]) == 2
     err = capsys.readouterr().err
     assert "no HuggingFace model for step 3" in err and "global_step_2, global_step_4" in err
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"rewards": [{"name": "mathh"}]}, "unknown reward 'mathh'"),
+    ({"tools": {"mcpServers": {"calc": {"command": "/bin/false"}}}}, "tool server 'calc' failed"),
+])
+def test_bad_rewards_and_dead_tool_servers_stop_before_the_model_loads(demo_config, tmp_path, capsys, change, message,
+                                                                       monkeypatch):
+    import yaml
+
+    from agentrl.workflow import engine
+
+    def no_engine(*a, **k):
+        raise AssertionError("the model was loaded before the config was checked")
+
+    monkeypatch.setattr(engine, "open_engine", no_engine)
+    cfg = yaml.safe_load(demo_config.read_text())
+    cfg["agentrl"].update(change)
+    cfg["agentrl"]["val_data"] = str(demo_config.parent / "data" / "val.jsonl")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(cfg))
+    assert main(["eval", str(bad), "--model", "base", "-o", str(tmp_path / "x.jsonl")]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "x.jsonl").exists()
