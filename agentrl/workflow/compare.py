@@ -123,7 +123,8 @@ def compare(a_path: str, b_path: str, *, by: list[str], out: Output, output: str
         for p in pairs:
             groups.setdefault(slice_value(p["metadata"], key), []).append(p)
         slices[key] = {value: _summary(ps) for value, ps in sorted(groups.items())}
-    result = {"a": a_path, "b": b_path, "a_model": ha.get("model_arg", ha.get("model")),
+    result = {"a": a_path, "b": b_path, "a_file": str(Path(a_path).resolve()), "b_file": str(Path(b_path).resolve()),
+              "a_model": ha.get("model_arg", ha.get("model")),
               "b_model": hb.get("model_arg", hb.get("model")), "only_in_a": len(pa) - len(common),
               "only_in_b": len(pb) - len(common), "summary": summary, "slices": slices, "prompts": pairs}
     if output:

@@ -85,8 +85,8 @@ def inspect(path: str, *, worst: int, out: Output) -> dict:
 
 
 def _inspect_compare(doc: dict, worst: int, out: Output) -> dict:
-    _, ra = read_eval(doc["a"])
-    _, rb = read_eval(doc["b"])
+    _, ra = read_eval(doc.get("a_file", doc["a"]))  # absolute: inspect may run from another folder
+    _, rb = read_eval(doc.get("b_file", doc["b"]))
     by_a: dict[str, list[dict]] = {}
     by_b: dict[str, list[dict]] = {}
     for r in ra:
