@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-import pytest
 
 from agentrl.cli import main
 

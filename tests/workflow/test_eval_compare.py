@@ -8,7 +8,7 @@ import pytest
 
 from agentrl.cli import main
 from agentrl.workflow import compare as compare_mod
-from agentrl.workflow.evaluate import buckets, verdict
+from agentrl.workflow.evaluate import verdict
 
 
 def test_eval_writes_per_sample_records(demo_config, tmp_path, capsys):

@@ -12,7 +12,6 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
 import torch
 import yaml
 
