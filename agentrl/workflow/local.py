@@ -162,7 +162,15 @@ class LocalRunner:
 
 
 async def _close_hubs(spec_path: str) -> None:
-    """Close the MCP sessions the loop opened for this runner's spec (stdio servers are child processes)."""
+    """Close the MCP sessions the loop opened for this runner's spec (stdio servers are child processes):
+    through the per-worker state object where the loop has one, else its module-level cache."""
+    try:
+        from agentrl.worker import WorkerState
+    except ImportError:
+        WorkerState = None
+    if WorkerState is not None:
+        await WorkerState.for_file(spec_path).aclose()
+        return
     from agentrl import agent_loop
 
     hubs = getattr(agent_loop, "_hubs", {})
