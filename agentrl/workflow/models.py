@@ -96,30 +96,30 @@ def resolve_model(spec: str, settings: Any | None = None) -> str:
 
 
 def lora_meta(ckpt: Path) -> dict | None:
-    """verl writes ``lora_train_meta.json`` beside the actor state of a LoRA run."""
+    """Rank and alpha of a LoRA run (verl writes ``lora_train_meta.json`` beside the actor state); None for
+    a full fine-tune."""
     for path in (ckpt / "actor" / "lora_train_meta.json", ckpt / "lora_train_meta.json"):
         if path.is_file():
             return json.loads(path.read_text())
-    hf = ckpt / "actor" / "huggingface"
-    return _lora_from_keys(hf)
+    return {} if has_adapters(ckpt / "actor" / "huggingface") else None
 
 
-def _lora_from_keys(hf: Path) -> dict | None:
+def has_adapters(hf: Path) -> bool:
+    """True while the folder still holds PEFT-named adapter tensors (not yet merged into the weights)."""
     from safetensors import safe_open
 
-    files = sorted(hf.glob("*.safetensors"))
-    for f in files:
+    for f in sorted(hf.glob("*.safetensors")):
         with safe_open(str(f), "pt") as fh:
             if any(".lora_A." in k for k in fh.keys()):
-                return {}
-    return None
+                return True
+    return False
 
 
 def hf_model(ckpt: Path, run_dir: Path) -> Path:
-    """The checkpoint's HF folder, or (LoRA) the merged model cached in ``merged/`` beside it."""
+    """The checkpoint's HF folder, or (unmerged LoRA) the merged model cached in ``merged/`` beside it."""
     hf = ckpt / "actor" / "huggingface"
     meta = lora_meta(ckpt)
-    if meta is None:
+    if meta is None or not has_adapters(hf):
         return hf
     merged = ckpt / "merged"
     if not (merged / "config.json").is_file():

@@ -94,3 +94,14 @@ def test_export_merges_a_lora_checkpoint(tmp_path, tiny_demo, capsys):
 def test_export_of_a_folder_that_is_not_a_run(tmp_path, capsys):
     assert main(["export", str(tmp_path), str(tmp_path / "o")]) == 2
     assert "is not a run directory" in capsys.readouterr().err
+
+
+def test_export_of_a_lora_run_already_merged_in_place(tmp_path, tiny_demo, capsys):
+    """A LoRA run whose checkpoint was merged into plain weights when it was saved: copied as it is."""
+    run, hf = _run_dir(tmp_path, tiny_demo)
+    (hf.parent / "lora_train_meta.json").write_text(json.dumps({"r": 4, "lora_alpha": 8}))
+    out = tmp_path / "exported"
+    assert main(["export", str(run), str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["lora_merged"] is True
+    assert not (hf.parent.parent / "merged").exists()
+    assert len(_generate(out)) >= 1
