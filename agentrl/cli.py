@@ -9,6 +9,8 @@
     agentrl demo build DIR                        build the CPU demo's model and data offline
     agentrl ui [RUNS_DIR] [--host H] [--port P]   the job page: runs, charts, rollouts, live
     agentrl report RUN_DIR -o report.html         the same charts and a rollout sample in one offline file
+    agentrl data check|split|convert ...          look at a dataset before training (agentrl.workflow)
+    agentrl prior | eval | compare | inspect | export   before and after training (agentrl.workflow)
 """
 
 from __future__ import annotations
@@ -148,6 +150,9 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("--steps", type=int, default=12, help="steps sampled into the rollout explorer")
     rp.add_argument("--per-step", type=int, default=4, help="prompt groups per sampled step")
     rp.set_defaults(func=_cmd_report)
+    from agentrl.workflow.commands import add_parsers
+
+    add_parsers(sub)
     return p
 
 
