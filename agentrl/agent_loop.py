@@ -45,6 +45,10 @@ class _NoTools:
         return False
 
 
+class GenerationAborted(Exception):
+    """The rollout server aborted a generation (verl's ``stop_reason="aborted"``), possibly with no tokens."""
+
+
 @dataclass
 class _State:
     """One rollout in progress: the token stream verl sees and the structured record rewards see."""
@@ -86,6 +90,10 @@ class AgentrlAgentLoop(AgentLoopBase):
         try:
             async with session_cm as session:
                 await self._converse(st, session, hub is not None, item, sampling_params, uuid.uuid4().hex)
+        except GenerationAborted as exc:  # the rollout server gave up on it: the answer is not the model's whole answer
+            unscorable, st.stop_reason = f"model: {exc.args[0]}", "aborted"
+            if len(exc.args) > 1:
+                st.steps.append(make_step(exc.args[1]))
         except Exception as exc:  # infrastructure failure: unscorable, never 0
             from agentrl.tools import ToolInfraError
 
@@ -200,10 +208,16 @@ class AgentrlAgentLoop(AgentLoopBase):
                     value = min(st.versions[key], value)
                 st.versions[key] = value
                 self.state.last_versions[key] = out.extra_fields[key]
+        aborted = out.stop_reason in ("aborted", "abort")  # verl's vLLM server, with what it had generated
+        if aborted and not out.token_ids:
+            raise GenerationAborted("generation aborted by the rollout server before any token")
         merged, st.mask, logprobs = await self.ct_merge_assistant_token(
             st.runtime_ids, out.token_ids, st.mask, st.logprobs if (st.logprobs or out.log_probs) else None,
             assistant_logprobs=out.log_probs or None)
         st.runtime_ids, st.logprobs = merged.token_ids, logprobs or []
+        if aborted:
+            raise GenerationAborted(f"generation aborted by the rollout server after {len(out.token_ids)} tokens",
+                                    self.tokenizer.decode(out.token_ids, skip_special_tokens=True))
         return list(out.token_ids)
 
     async def _run_tools(self, st: _State, step: dict, assistant: dict, calls: list, session: Any,

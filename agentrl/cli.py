@@ -1,11 +1,16 @@
 """The ``agentrl`` command.
 
     agentrl train CONFIG.yaml [key=value ...]     train (or resume) a run
+    agentrl train CONFIG.yaml --dry-run [...]     check it, print verl's config; start nothing
     agentrl plugins                               what is loaded, from which distribution
     agentrl tools list|check CONFIG               the configured MCP servers and their tools
     agentrl tools call CONFIG SERVER.TOOL '{"a": 1}'
     agentrl reward new --preset NAME > reward.py  start a reward from a preset
     agentrl demo build DIR                        build the CPU demo's model and data offline
+    agentrl ui [RUNS_DIR] [--host H] [--port P]   the job page: runs, charts, rollouts, live
+    agentrl report RUN_DIR -o report.html         the same charts and a rollout sample in one offline file
+    agentrl data check|split|convert ...          look at a dataset before training (agentrl.workflow)
+    agentrl prior | eval | compare | inspect | export   before and after training (agentrl.workflow)
 """
 
 from __future__ import annotations
@@ -18,9 +23,31 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from agentrl.runner import train
+    overrides = [o for o in args.overrides if o != "--dry-run"]  # the flag may come after the overrides too
+    if args.dry_run or len(overrides) != len(args.overrides):
+        from agentrl.dryrun import dry_run
 
-    return train(args.config, args.overrides, check_tools=not args.skip_tool_check)
+        return dry_run(args.config, overrides)
+    from agentrl.runner import train
+    from agentrl.ui.server import announce, run_dir_of, running_servers
+
+    if args.ui or running_servers():
+        announce(run_dir_of(args.config, overrides), start=args.ui)
+    return train(args.config, overrides, check_tools=not args.skip_tool_check)
+
+
+def _cmd_ui(args: argparse.Namespace) -> int:
+    from agentrl.ui.server import serve
+
+    return serve(args.runs_dir, host=args.host, port=args.port)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from agentrl.ui.report import write_report
+
+    path = write_report(args.run_dir, args.output, steps=args.steps, per_step=args.per_step)
+    print(f"agentrl: report written to {path} ({path.stat().st_size / 2**20:.1f} MiB; opens offline)")
+    return 0
 
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
@@ -94,6 +121,9 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("overrides", nargs="*", help="key=value, e.g. agentrl.batch_size=4 trainer.total_epochs=2")
     t.add_argument("--skip-tool-check", action="store_true",
                    help="start without first asking every tool server for its tools")
+    t.add_argument("--ui", action="store_true", help="start the job page for this run (agentrl ui) and print its address")
+    t.add_argument("--dry-run", action="store_true",
+                   help="check everything, print the composed verl config and environment; start nothing")
     t.set_defaults(func=_cmd_train)
     pl = sub.add_parser("plugins", help="list loaded plugins and what they register")
     pl.set_defaults(func=_cmd_plugins)
@@ -111,11 +141,30 @@ def parser() -> argparse.ArgumentParser:
     dm.add_argument("action", choices=["build"])
     dm.add_argument("dir")
     dm.set_defaults(func=_cmd_demo)
+    ui = sub.add_parser("ui", help="the job page: a local web app for runs, charts and rollouts")
+    ui.add_argument("runs_dir", nargs="?", default="runs", help="folder of run directories (default: runs)")
+    ui.add_argument("--host", default="127.0.0.1")
+    ui.add_argument("--port", type=int, default=8265)
+    ui.set_defaults(func=_cmd_ui)
+    rp = sub.add_parser("report", help="one self-contained HTML file: a run's charts and a rollout sample")
+    rp.add_argument("run_dir")
+    rp.add_argument("-o", "--output", default="report.html")
+    rp.add_argument("--steps", type=int, default=12, help="steps sampled into the rollout explorer")
+    rp.add_argument("--per-step", type=int, default=4, help="prompt groups per sampled step")
+    rp.set_defaults(func=_cmd_report)
+    from agentrl.workflow.commands import add_parsers
+
+    add_parsers(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args, extra = p.parse_known_args(argv)
+    if extra and args.command == "train" and all("=" in e and not e.startswith("-") for e in extra):
+        args.overrides += extra  # overrides after an option: `agentrl train my.yaml --ui a=1`
+    elif extra:
+        p.error(f"unrecognized arguments: {' '.join(extra)}")
     from agentrl.errors import AgentrlError
 
     try:

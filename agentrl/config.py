@@ -77,6 +77,8 @@ class AgentrlSettings(BaseModel):
     lora: LoraSettings = LoraSettings()
     agent: AgentSettings = AgentSettings()
     device: Literal["auto", "cpu", "gpu"] = "auto"
+    gpus_per_node: Optional[int] = Field(None, ge=1, description="GPUs per node (default: the GPUs visible here)")
+    nodes: int = Field(1, ge=1, description="nodes of the Ray cluster (more than 1 needs RAY_ADDRESS)")
     run_dir: str = Field("runs/${name}", description="where the run's files go")
     name: str = "run"
     seed: int = 0
@@ -216,7 +218,7 @@ def hydra_value(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ",".join(f"{k}:{hydra_value(v)}" for k, v in value.items()) + "}"
     text = str(value)
-    if any(c in text for c in " ,[]{}()=:'\"\\$") or text == "":
+    if any(c in text for c in " ,[]{}()=:'\"\\$") or text == "" or not isinstance(parse_value(text), str):
         return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
     return text
 

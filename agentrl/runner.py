@@ -195,6 +195,15 @@ def _check_sandbox(described: list[dict], run_dir: Path, where: str) -> None:
 
 def train(config_path: str, overrides: list[str], out=sys.stdout, check_tools: bool = True) -> int:
     plan = prepare(config_path, overrides, check_tools=check_tools)
+    if not plan["cpu"]:
+        from agentrl import gpu_plan
+
+        try:
+            gpu_plan.preflight(plan["settings"])
+        except AgentrlError:
+            plan["lock"].close()
+            raise
+        print("\n".join(gpu_plan.describe_run(plan["settings"], plan["overrides"])), file=out, flush=True)
     run_dir: Path = plan["run_dir"]
     lock = plan["lock"]
     attempt = _attempt_number(run_dir)

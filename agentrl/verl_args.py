@@ -29,10 +29,7 @@ CPU_DEFAULTS: dict[str, Any] = {
     "actor_rollout_ref.rollout.agent.num_workers": 1,
 }
 
-GPU_DEFAULTS: dict[str, Any] = {
-    "actor_rollout_ref.rollout.name": "vllm",
-    "actor_rollout_ref.rollout.gpu_memory_utilization": 0.5,
-}
+# The GPU defaults (GPU count, attention, batching, vLLM, LoRA, Ray) are planned in agentrl/gpu_plan.py.
 
 
 @dataclass(frozen=True)
@@ -69,9 +66,11 @@ def on_cpu(settings: AgentrlSettings) -> bool:
 
 def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: str, train_file: str,
                     val_file: str | None, spec_path: str, run_dir: Path, cpu: bool,
-                    train_rows: int) -> dict[str, Any]:
+                    train_rows: int | None = None, gpu_plan: Any = None) -> dict[str, Any]:
     s = settings
-    plan = step_plan(s, train_rows)
+    # the launch path always knows the rows; without them (a GPU plan shown on its own) a save each epoch
+    # cannot be worked out, and save_every alone decides
+    steps = step_plan(s, train_rows) if train_rows is not None else None
     mini = s.batch_size  # one optimizer step per training step
     chosen: dict[str, Any] = {
         "algorithm.adv_estimator": "agentrl_grpo",
@@ -99,13 +98,17 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
         "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": max(1, s.batch_size * s.samples_per_prompt),
         "actor_rollout_ref.rollout.calculate_log_probs": True,
         "actor_rollout_ref.rollout.agent.default_agent_loop": "agentrl",
+        # agentrl's agent loop scores every rollout itself; verl's reward-loop workers (8 by default,
+        # each a process importing torch and verl) would only idle, and starting them cost ~30 s of
+        # a 2-core machine's start-up.
+        "reward.num_workers": 1,
         "actor_rollout_ref.rollout.multi_turn.format": s.agent.tool_parser,
         "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": max(1, s.batch_size * s.samples_per_prompt),
-        "trainer.total_epochs": plan.epochs,
+        "trainer.total_epochs": steps.epochs if steps else s.epochs,
         "trainer.total_training_steps": s.max_steps,
         # verl saves when step % save_freq == 0 and at the last step: 0 means once an epoch and at the end
-        "trainer.save_freq": s.save_every or plan.steps_per_epoch,
-        "trainer.test_freq": -1 if not s.val_data else (s.save_every or min(plan.steps_per_epoch, 10)),
+        "trainer.save_freq": s.save_every or (steps.steps_per_epoch if steps else -1),
+        "trainer.test_freq": -1 if not s.val_data else (s.save_every or min(steps.steps_per_epoch if steps else 10, 10)),
         "trainer.val_before_train": bool(s.val_data),
         "trainer.logger": ["console", "file"],
         "trainer.project_name": "agentrl",
@@ -123,8 +126,16 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
         })
         if cpu:  # the CPU rollout takes whole weights: verl merges the adapters into them before each sync
             chosen["actor_rollout_ref.model.lora.merge"] = True
-    merged = dict(CPU_DEFAULTS if cpu else GPU_DEFAULTS)
+    merged = dict(CPU_DEFAULTS) if cpu else {}
     merged.update(chosen)
+    if not cpu:
+        from agentrl import gpu_plan as gp
+
+        plan = gpu_plan or gp.plan_gpus(s)
+        gp.check_batch(s, plan)
+        merged.update(gp.gpu_overrides(s, plan))
+        user = flatten(verl_part)
+        merged.update(gp.runtime_env_overrides(gp.worker_env({**merged, **user}, plan)))
     merged.update(flatten(verl_part))
     return merged
 
@@ -148,6 +159,8 @@ def sandbox_workers(overrides: dict[str, Any], cpus: int | None = None) -> int:
 
 def child_env(run_dir: Path, attempt: int, overrides: dict[str, Any]) -> dict[str, str]:
     env = dict(os.environ)
+    prefix = "+ray_kwargs.ray_init.runtime_env.env_vars."  # a GPU plan's environment for every Ray worker
+    env.update({k[len(prefix):]: str(v) for k, v in overrides.items() if k.startswith(prefix)})
     env.setdefault("AGENTRL_SANDBOX_WORKERS", str(sandbox_workers(overrides)))
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("WANDB_MODE", "disabled")

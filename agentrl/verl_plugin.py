@@ -1,10 +1,12 @@
 """agentrl's entry in verl's ``verl.plugins`` group: loaded by verl in every process that imports it.
 
 It registers, through verl's own registries and nothing patched on disk:
-- the ``cpu`` platform, chosen automatically when no GPU is present;
+- the ``cpu`` platform, chosen automatically when no GPU is present (not in a GPU run's processes,
+  which carry ``AGENTRL_DEVICE=gpu``);
 - the ``agentrl_cpu`` rollout backend (transformers, token-in/token-out, weight sync);
 - the ``agentrl`` agent loop (multi-turn, MCP tools, agentrl rewards);
-- the ``agentrl_grpo`` advantage estimator (unscorable rollouts kept out of their group).
+- the ``agentrl_grpo`` advantage estimator (unscorable rollouts kept out of their group);
+- the replay buffer's poll interval (``agentrl.verl_pacing``): steps no longer wait on a 2-second poll.
 
 verl swallows plugin import errors at DEBUG level, so failures are logged here at ERROR level with
 the cause: a broken plugin must never look like a missing feature.
@@ -21,7 +23,8 @@ def _load() -> None:
         from agentrl.verl_cpu import platform
         from agentrl.verl_cpu.detect import has_accelerator
 
-        if not has_accelerator() or os.environ.get("VERL_PLATFORM", "").lower() == platform.NAME:
+        gpu_run = os.environ.get("AGENTRL_DEVICE", "").lower() == "gpu"  # set by a GPU plan, e.g. on a CPU head node
+        if (not has_accelerator() and not gpu_run) or os.environ.get("VERL_PLATFORM", "").lower() == platform.NAME:
             platform.activate()
         from agentrl.verl_cpu import registration
 
@@ -29,6 +32,9 @@ def _load() -> None:
     except Exception:
         logger.exception("agentrl: could not register the CPU platform and rollout with verl")
         raise
+    from agentrl import verl_pacing
+
+    verl_pacing.install()
     try:
         from agentrl import agent_loop  # noqa: F401  (registers the "agentrl" agent loop)
         from agentrl import grpo  # noqa: F401  (registers the "agentrl_grpo" advantage estimator)

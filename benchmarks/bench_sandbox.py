@@ -2,6 +2,8 @@
 
     .venv/bin/python benchmarks/bench_sandbox.py [--calls 3000] [--fresh-calls 300] [--rounds 3]
 
+Targets: the trivial grade() wall rate >= 600 calls/s on 2 idle cores and >= 10x the fresh process.
+
 Both sides use as many client threads as the machine has cores (at least 2). The fresh-process
 baseline is generous: `python -I -S` applying the same kernel isolation (network/IPC/UTS namespaces,
 rlimits, Landlock, uid drop, seccomp) but running the grader with plain exec, without RestrictedPython.
@@ -158,9 +160,19 @@ def main() -> None:
           f"grader importing math_verify {hm:.1f} calls/s; reward file via load_reward {statistics.median(tr):.1f} calls/s")
     print(f"median CPU per call: zygote {zcm * 1e3:.2f} ms, fresh {fcm * 1e3:.1f} ms -> cpu-bound rate on {threads} "
           f"idle cores: zygote {threads / zcm:.0f} calls/s, fresh {threads / fcm:.0f} calls/s, ratio {fcm / zcm:.1f}x")
-    print(f"targets (>= 500 calls/s, >= 5x): wall rate {'MET' if zm >= 500 and zm / fm >= 5 else 'NOT MET'} "
+    print(f"targets (>= 600 calls/s, >= 10x): wall rate {'MET' if zm >= 600 and zm / fm >= 10 else 'NOT MET'} "
           f"(load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores); cpu-bound rate "
-          f"{'MET' if threads / zcm >= 500 and fcm / zcm >= 5 else 'NOT MET'}")
+          f"{'MET' if threads / zcm >= 600 and fcm / zcm >= 10 else 'NOT MET'}")
+    # Model code: a test judged on this side (`assert f(x) == literal`: one process) against an opaque test
+    # (HumanEval's `check(candidate)`: the test and the model's code in two processes, plain data between).
+    code = "def double(x):\n    return 2 * x\n"
+    eq = [{"type": "assert", "code": "assert double(2) == 4"}]
+    opaque = [{"type": "assert", "code": "def check(candidate):\n    assert candidate(2) == 4\n\ncheck(double)\n"}]
+    for name, tests in (("eq-literal assert (one process)", eq), ("opaque assert (two processes)", opaque)):
+        assert sb.run_tests(code, tests)[0].passed
+        n = max(args.calls // 6, 50)
+        r = rate(lambda: sb.run_tests(code, tests), n, threads)
+        print(f"model code, {name}: {r:6.1f} tests/s | load {os.getloadavg()[0]:.2f}")
     sb.close()
 
 

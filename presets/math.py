@@ -2,15 +2,24 @@
 
 Start from this file with ``agentrl reward new --preset math > reward.py`` and edit it.
 
-    item.metadata = {"expected_answer": "842 million", "tolerance": 1e-4, "partial_credit": 0.1}
+    item.metadata = {"expected_answer": "842 million", "tolerance": 1e-4, "partial_credit": true}
     (expected_answer may also be a list of accepted answers)
     sample.final_answer = "... so revenue was \\boxed{\\$842M}"   ->  1.0
 
-The final answer is the last \\boxed{}, else what follows "answer is" / "Answer:", else the last number
-of the last line (a bare list of numbers counts as no answer). Equal means equal as numbers (fractions,
-decimals, 7% = 0.07, 1,234 = 1234, $842M = 842 million dollars, 1.5e6, units dropped), as tuples,
-intervals and sets, or symbolically via math_verify + sympy (checked in a child process with a deadline;
-a timeout makes the sample unscorable, not wrong). Rows without an expected_answer are not applicable.
+The final answer is the last \\boxed{} (boxes side by side are one answer, a set), else what follows the last
+"answer is" / "Answer:", else the later of the last $...$ and the last number of the last sentence that has
+one (agentrl/rewards/mathextract.py states the whole policy). Equal means equal as numbers (fractions,
+decimals, 7% = 0.07, 1,234 = 1234 (and 10{,}000, 10,\\!000), $842M = 842 million dollars, forty-two, 1.5e6, units
+dropped, decimals that round the other side), as tuples, intervals and sets, or as math_verify decides
+(equations, relations, matrices, expressions; in a child process with a deadline: a timeout makes the sample
+unscorable, not wrong). Rows without an expected_answer are not applicable.
+
+Options (keyword arguments in the config, or per row in item.metadata):
+    tolerance        relative tolerance for numbers (default 1e-6)
+    partial_credit   true: 0.5 for a number within a tenth of a percent or a rounding error; or the window (0.01)
+    decimal_comma    true: "2,5" is 2.5 and "1.234,5" is 1234.5; false: a comma is never a decimal point;
+                     unset: "2,74" and "0,111" are decimals, "1,234" is a thousand and more
+    final_answer_only  true: only a \\boxed{} or an "answer is" counts; other responses have no answer
 """
 
 from agentrl.rewards.mathcheck import extract_final_answer, score_answer
@@ -20,19 +29,24 @@ SYMBOLIC_TIMEOUT = 5.0  # seconds for one symbolic comparison; past it the sampl
 TIMEOUT = 30.0  # seconds for the whole grade() call
 
 
-def grade(sample, item, tolerance=None, partial_credit=None, symbolic_timeout=SYMBOLIC_TIMEOUT):
+def grade(sample, item, tolerance=None, partial_credit=None, symbolic_timeout=SYMBOLIC_TIMEOUT,
+          decimal_comma=None, final_answer_only=None):
     metadata = item["metadata"]
     expected = metadata.get("expected_answer")
     if expected is None or expected == [] or str(expected).strip() == "":
         return None  # not a math row
-    answer = extract_final_answer(sample["final_answer"], prompt=item.get("prompt") or "")
+    if final_answer_only is None:
+        final_answer_only = metadata.get("final_answer_only", False)
+    answer = extract_final_answer(sample["final_answer"], prompt=item.get("prompt") or "",
+                                  final_only=bool(final_answer_only))
     if answer is None:
         return 0.0  # no answer at all is a wrong answer
     if tolerance is None:
         tolerance = metadata.get("tolerance", TOLERANCE)
     if partial_credit is None:
-        # partial_credit: true (within 10%) or a relative window such as 0.05; a near miss earns up to 0.5
         partial_credit = metadata.get("partial_credit")
+    if decimal_comma is None:
+        decimal_comma = metadata.get("decimal_comma")
     golds = expected if isinstance(expected, list) else [expected]  # a list means "any of these"
     return max(score_answer(answer, str(gold), tolerance=tolerance, partial_credit=partial_credit,
-                            timeout=symbolic_timeout) for gold in golds)
+                            timeout=symbolic_timeout, decimal_comma=decimal_comma) for gold in golds)

@@ -6,13 +6,14 @@
  * set-up in Python writes another 150. Here the template's side writes a few pages of C stack and one
  * buffer, and the child comes back to Python with its descriptors and limits already in place.
  *
- * serve(sock_fd, pidns, pending=None) -> (what, request, fds)
+ * serve(sock_fd, pidns, resume=False, call_uid=0) -> (what, request, fds)
  *   Loops receiving requests on the SEQPACKET socket, forking a child per request, waiting for it with
  *   its wall-time limit, killing what it left and sending the report. It returns to Python only:
  *   - in a forked child: ("child", json_bytes, []) with fds 0..4 in place, all others closed, the
  *     call's rlimits set (and its own process group without a pid namespace);
  *   - in the template, for a request flagged NEED_PY (grader code to compile): ("prepare", request,
- *     fds); Python prepares and calls serve(sock_fd, pidns, (request, fds)) to run it.
+ *     fds); Python prepares and calls serve(sock_fd, pidns, True) to run it (the request waits in C).
+ * The request buffer is wiped once a request has been forked, so no later child inherits it.
  * It never returns otherwise: when the zygote closes the socket the process exits.
  *
  * A request is a fixed little-endian header (struct req) followed by the marshal-encoded dict for the
@@ -99,19 +100,24 @@ static void close_all(int *fds, int nfds) {
         close(fds[i]);
 }
 
-/* In the child: descriptors to 0..4, everything else closed, the call's limits. */
-static int child_setup(int *fds, const struct req *r, int pidns) {
-    int high[CALL_FDS];
-    for (int i = 0; i < CALL_FDS; i++) {
+/* In the child: descriptors to 0..4 (and 5: an opaque test's memfd, or a grader's own source), everything
+ * else closed, the call's limits. */
+struct caps_header { uint32_t version; int pid; };
+struct caps_data { uint32_t effective, permitted, inheritable; };
+
+static int child_setup(int *fds, int nfds, const struct req *r, int pidns, unsigned call_uid) {
+    int high[CALL_FDS + 1];
+    int keep = nfds > CALL_FDS ? CALL_FDS + 1 : CALL_FDS;
+    for (int i = 0; i < keep; i++) {
         high[i] = fcntl(fds[i], F_DUPFD, FD_FLOOR);
         if (high[i] < 0)
             return -1;
     }
-    for (int i = 0; i < CALL_FDS; i++)
+    for (int i = 0; i < keep; i++)
         if (dup2(high[i], i) < 0)
             return -1;
-    if (syscall(SYS_close_range, CALL_FDS, ~0U, 0) < 0)
-        for (int fd = CALL_FDS; fd < 1024; fd++)
+    if (syscall(SYS_close_range, keep, ~0U, 0) < 0)
+        for (int fd = keep; fd < 1024; fd++)
             close(fd);
     struct { int res; uint64_t v; } lim[] = {
         { RLIMIT_CPU, r->cpu_s }, { RLIMIT_AS, r->address_space }, { RLIMIT_FSIZE, r->fsize },
@@ -123,6 +129,14 @@ static int child_setup(int *fds, const struct req *r, int pidns) {
     }
     if (!pidns && setpgid(0, 0) < 0)
         return -1;
+    if (call_uid) { /* the calls' uid, and no capabilities left (the template kept CAP_SETUID, CAP_SETGID, CAP_KILL) */
+        struct caps_header h = { 0x20080522, 0 };
+        struct caps_data d[2];
+        memset(d, 0, sizeof d);
+        if (setresgid(call_uid, call_uid, call_uid) < 0 || setresuid(call_uid, call_uid, call_uid) < 0 ||
+            syscall(SYS_capset, &h, d) < 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -200,28 +214,25 @@ static PyObject *fds_list(int *fds, int nfds) {
     return list;
 }
 
+/* A request flagged NEED_PY waits here (in buf) while Python prepares it, then serve(sock, pidns, 1) runs
+ * it: Python never keeps a reference to it across the calls that follow. */
+static ssize_t pend_n;
+static int pend_fds[MAX_FDS], pend_nfds;
+
 static PyObject *serve(PyObject *self, PyObject *args) {
     (void)self;
-    int sock, pidns;
-    PyObject *pending = Py_None;
-    if (!PyArg_ParseTuple(args, "ip|O", &sock, &pidns, &pending))
+    int sock, pidns, resume = 0;
+    unsigned call_uid = 0;
+    if (!PyArg_ParseTuple(args, "ip|pI", &sock, &pidns, &resume, &call_uid))
         return NULL;
     int fds[MAX_FDS], nfds = 0;
     ssize_t n = 0;
     int have_pending = 0;
-    if (pending != Py_None) {
-        PyObject *data, *list;
-        if (!PyArg_ParseTuple(pending, "SO!", &data, &PyList_Type, &list))
-            return NULL;
-        n = PyBytes_GET_SIZE(data);
-        if (n > BUF_SIZE || PyList_GET_SIZE(list) > MAX_FDS) {
-            PyErr_SetString(PyExc_ValueError, "pending request too large");
-            return NULL;
-        }
-        memcpy(buf, PyBytes_AS_STRING(data), n);
-        nfds = (int)PyList_GET_SIZE(list);
-        for (int i = 0; i < nfds; i++)
-            fds[i] = (int)PyLong_AsLong(PyList_GET_ITEM(list, i));
+    if (resume) {
+        n = pend_n;
+        nfds = pend_nfds;
+        memcpy(fds, pend_fds, sizeof fds);
+        pend_n = pend_nfds = 0;
         have_pending = 1;
     }
     for (;;) {
@@ -237,17 +248,22 @@ static PyObject *serve(PyObject *self, PyObject *args) {
         struct req r;
         if ((size_t)n < sizeof r) {
             close_all(fds, nfds);
+            memset(buf, 0, BUF_SIZE);
             continue;
         }
         memcpy(&r, buf, sizeof r);
         if (r.magic != MAGIC || (r.flags & F_KILL) || nfds < CALL_FDS) { /* a stale kill, or malformed */
             close_all(fds, nfds);
+            memset(buf, 0, (size_t)n);
             continue;
         }
         if ((r.flags & F_NEED_PY) && !resumed) {
             PyObject *list = fds_list(fds, nfds);
             if (!list)
                 return NULL;
+            pend_n = n;
+            pend_nfds = nfds;
+            memcpy(pend_fds, fds, sizeof fds);
             return Py_BuildValue("(sy#N)", "prepare", buf, (Py_ssize_t)n, list);
         }
         if (!pidns) /* what the zygote killed after the last call (see Zygote._kill_leftovers) */
@@ -255,16 +271,19 @@ static PyObject *serve(PyObject *self, PyObject *args) {
                 ;
         pid_t pid = fork(); /* GIL held; the template is single-threaded */
         if (pid == 0) {
-            if (child_setup(fds, &r, pidns) < 0) {
+            if (child_setup(fds, nfds, &r, pidns, call_uid) < 0) {
                 char msg[128];
                 int len = snprintf(msg, sizeof msg, "sandbox child set-up failed: %s\n", strerror(errno));
                 if (write(2, msg, len) < 0) {
                 }
                 _exit(121);
             }
-            return Py_BuildValue("(sy#[])", "child", buf + sizeof r, (Py_ssize_t)(n - sizeof r));
+            PyObject *out = Py_BuildValue("(sy#[])", "child", buf + sizeof r, (Py_ssize_t)(n - sizeof r));
+            memset(buf, 0, (size_t)n);
+            return out;
         }
         int saved = errno;
+        memset(buf, 0, (size_t)n); /* no later child inherits this request */
         close_all(fds, nfds);
         char report[160];
         int len;

@@ -109,13 +109,13 @@ class Sandbox:
             plans.append((header, blobs, expected))
 
         def one(plan) -> TestVerdict:
+            # A failure of the sandbox (a dead worker or template, a reset that failed) raises SandboxError:
+            # the code was not judged, so it is unscorable, never a failed test.
             header, blobs, expected = plan
-            try:
-                status, got = pool.call(header, blobs, float(timeout_per_test) + GRACE_S)
-            except SandboxError as e:
-                return TestVerdict(False, "crash", f"{e.cause}: {e}")
+            status, got = pool.call(header, blobs, float(timeout_per_test) + GRACE_S)
             if "error" in status:
-                return TestVerdict(False, "crash", str(status["error"])[:300])
+                raise SandboxError(f"the sandbox could not run the test: {str(status['error'])[:300]}",
+                                   str(status.get("cause") or "internal"))
             return verdicts.judge(header, status, got, expected)
 
         if len(plans) <= 1:
@@ -188,7 +188,8 @@ def _grader_value(status: dict, blobs: list[bytes], filename: str, timeout: floa
     if "compile_error" in status:
         raise GraderCodeError(str(status["compile_error"]), "compile")
     if "error" in status:
-        raise SandboxError(str(status["error"])[:500], "internal")
+        raise SandboxError(f"{filename}: the sandbox could not run grade(): {str(status['error'])[:500]}",
+                           str(status.get("cause") or "internal"))
     if status.get("timed_out"):
         raise SandboxError(f"{filename}: grade() ran past its {timeout:g} s wall-time limit and was killed", "timeout")
     if status.get("memory"):

@@ -39,6 +39,12 @@ def _send(obj: dict) -> None:
         pass
 
 
+def end_with_grader_error(message: str) -> None:
+    """End a grader's call now with `message` as its error (nothing the grader does can catch this)."""
+    _send({"grader_error": message})
+    os._exit(0)
+
+
 def _flush_std() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -152,9 +158,161 @@ def run_probe(code: str, expr: str) -> None:
     _exit_like_python(None)
 
 
-def run_assert(code: str, test: str, nonce: str) -> None:
+# ---------------------------------------------------------------- opaque tests: two processes
+# An assert that is not `expr == literal` (HumanEval's `check(candidate)`) must run code on both sides: the
+# test's and the model's. They run in two processes. This one (the call's child) forks the model's process
+# before it reads anything of the test, then runs the test with a stand-in for each name the model's code
+# defined: calling one sends the arguments as plain data to the model's process, which calls the real
+# function and sends the value back as plain data (protocol.to_tagged / from_tagged: exact builtin types).
+# Nothing the model writes ever runs in the test's process, which alone holds the result pipe and the
+# nonce; the model's process never sees the test. Patching builtins, walking frames, tracing or replacing
+# the harness all act on the model's own process. Limits: values that are not plain data (objects of the
+# model's classes, generators, functions as arguments) do not cross, and the test then fails.
+TEST_FD = 5
+_LEN = 4
+
+
+def _send_msg(sock, obj) -> None:
+    data = json.dumps(obj).encode()
+    sock.sendall(len(data).to_bytes(_LEN, "little") + data)
+
+
+def _recv_exact(sock, n: int) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        chunk = sock.recv(min(n - len(out), 1 << 20))
+        if not chunk:
+            raise EOFError
+        out += chunk
+    return bytes(out)
+
+
+def _recv_msg(sock):
+    return json.loads(_recv_exact(sock, int.from_bytes(_recv_exact(sock, _LEN), "little")))
+
+
+def _error_of(e: BaseException) -> list:
     try:
+        return [type(e).__name__[:80], str(e)[:1000]]
+    except BaseException:  # noqa: BLE001 - a hostile __str__
+        return ["Exception", ""]
+
+
+def _serve_model(job_len: int, sock) -> None:
+    """The model's process: run its code, list its names, then answer calls. Never returns."""
+    from .protocol import from_tagged
+    from .template import read_blobs
+    try:
+        job = read_blobs(4, job_len)
+        os.close(4)
+        code = job["blobs"][0].decode("utf-8", "replace")
+        del job
         ns = _exec_solution(code, "solution")
+        names = {}
+        for name, value in list(ns.items()):
+            if type(name) is not str or name.startswith("__"):
+                continue
+            if isinstance(value, type(sys)):
+                names[name] = {"module": value.__name__ if type(value.__name__) is str else ""}
+            elif callable(value):
+                names[name] = {"call": True}
+            else:
+                tagged = to_tagged(value)
+                if not (isinstance(tagged, dict) and "x" in tagged):
+                    names[name] = {"value": tagged}
+        _send_msg(sock, {"names": names})
+    except BaseException as e:  # noqa: BLE001
+        _flush_std()
+        _send_msg(sock, {"raise": _error_of(e)})
+        os._exit(1)
+    while True:
+        try:
+            req = _recv_msg(sock)
+        except (EOFError, OSError, ValueError):
+            _flush_std()
+            os._exit(0)
+        try:
+            fn = ns[req["call"]]
+            args = [from_tagged(a) for a in req["args"]]
+            kwargs = {k: from_tagged(v) for k, v in req["kwargs"].items()}
+            reply = {"value": to_tagged(fn(*args, **kwargs))}
+        except BaseException as e:  # noqa: BLE001
+            reply = {"raise": _error_of(e)}
+        _send_msg(sock, reply)
+
+
+def _raise_remote(err) -> None:
+    name, message = (err + ["", ""])[:2] if isinstance(err, list) else ("Exception", "")
+    cls = getattr(builtins, str(name), None)
+    if isinstance(cls, type) and issubclass(cls, Exception):
+        raise cls(message)
+    raise RuntimeError(f"{name}: {message}")
+
+
+class _Remote:
+    """Stands for a callable of the model's code in the test's process."""
+
+    def __init__(self, sock, name: str) -> None:
+        self._sock, self.__name__ = sock, name
+
+    def __call__(self, *args, **kwargs):
+        from .protocol import NotPlain, from_tagged
+        _send_msg(self._sock, {"call": self.__name__, "args": [to_tagged(a) for a in args],
+                               "kwargs": {str(k): to_tagged(v) for k, v in kwargs.items()}})
+        try:
+            reply = _recv_msg(self._sock)
+        except (EOFError, OSError, ValueError):
+            raise RuntimeError("the solution's process ended during a call") from None
+        if not isinstance(reply, dict) or len(reply) != 1:
+            raise RuntimeError("malformed reply from the solution's process")
+        if "raise" in reply:
+            _raise_remote(reply["raise"])
+        try:
+            return from_tagged(reply.get("value", {"x": "no value"}))
+        except NotPlain as e:
+            raise TypeError(f"{self.__name__}() returned a value that is not plain data: {e}") from None
+
+
+def run_assert_split(job_len: int, test_len: int) -> None:
+    """Run an opaque test (test source and nonce in memfd TEST_FD) against the model's code (in the job
+    memfd) in two processes; the nonce is written only if the test ran to its end. Never returns."""
+    import socket
+    from .protocol import NotPlain, from_tagged
+    from .template import read_blobs
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    pid = os.fork()
+    if pid == 0:  # the model's process: no result pipe, no test
+        try:
+            ours.close()
+            os.close(TEST_FD)
+            os.close(RESULT_FD)
+            use_stdio()
+            _serve_model(job_len, theirs)
+        finally:
+            os._exit(1)
+    theirs.close()
+    os.close(4)
+    try:
+        use_stdio()
+        job = read_blobs(TEST_FD, test_len)
+        os.close(TEST_FD)
+        test, nonce = job["test"].decode("utf-8", "replace"), job["nonce"]
+        first = _recv_msg(ours)
+        if "raise" in first:
+            _raise_remote(first["raise"])
+        ns = {"__name__": "__main__", "__builtins__": builtins}
+        for name, what in first["names"].items():
+            if hasattr(builtins, name):
+                continue  # a test's `len`, `abs` or `AssertionError` is the builtin, never the model's
+            if "call" in what:
+                ns[name] = _Remote(ours, name)
+            elif "module" in what and what["module"] in sys.modules:
+                ns[name] = sys.modules[what["module"]]  # our own copy: the model's may be patched
+            elif "value" in what:
+                try:
+                    ns[name] = from_tagged(what["value"])
+                except NotPlain:
+                    pass
         exec(compile(test, "<test>", "exec"), ns)
     except BaseException as e:  # noqa: BLE001
         _exit_like_python(e)

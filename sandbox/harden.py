@@ -49,6 +49,22 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
     _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
 
 
+MNT_DETACH = 2
+
+
+def umount(target: str, flags: int = MNT_DETACH) -> None:
+    _check(_libc.umount2(target.encode(), flags), f"umount {target}")
+
+
+def loopback_up() -> None:
+    """Bring up `lo` in this (new) network namespace."""
+    import fcntl
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        flags = struct.unpack_from("16sH", fcntl.ioctl(s, 0x8913, struct.pack("16sH22x", b"lo", 0)))[1]  # SIOCGIFFLAGS
+        fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", flags | 1))  # SIOCSIFFLAGS, IFF_UP
+
+
 def prctl(option: int, arg2: int = 0, arg3: int = 0) -> int:
     return _check(_libc.prctl(option, arg2, arg3, 0, 0), f"prctl {option}")
 
@@ -134,6 +150,21 @@ DENIED_SYSCALLS = {
     "finit_module": 313, "kexec_file_load": 320, "bpf": 321, "userfaultfd": 323, "io_uring_setup": 425,
     "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430,
     "fsconfig": 431, "fsmount": 432, "fspick": 433, "pidfd_getfd": 438, "mount_setattr": 442,
+    # System V IPC and POSIX message queues: objects that would outlive the call in the worker's IPC
+    # namespace, where the next call could read them.
+    "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65, "semctl": 66, "shmdt": 67,
+    "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "semtimedop": 220, "mq_open": 240,
+    "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243, "mq_notify": 244, "mq_getsetattr": 245,
+    # Acting on another process: signals through a pidfd, its memory advice.
+    "pidfd_send_signal": 424, "process_madvise": 440,
+}
+# Syscalls that act on the process named by an argument: allowed only on the caller itself (all of the
+# listed arguments 0), so a call cannot change its template's (or a sibling's) limits, priority, CPU set,
+# scheduling or pages. `setpriority(PRIO_USER, 0)` would reach every process of the uid: it needs which=0 too.
+SELF_ONLY_SYSCALLS = {
+    "setpriority": (141, (0, 1)), "sched_setparam": (142, (0,)), "sched_setscheduler": (144, (0,)),
+    "sched_setaffinity": (203, (0,)), "ioprio_set": (251, (0, 1)), "migrate_pages": (256, (0,)),
+    "move_pages": (279, (0,)), "prlimit64": (302, (0,)), "sched_setattr": (314, (0,)),
 }
 _NR_CLONE, _NR_CLONE3, _NR_SOCKET, _NR_CONNECT, _NR_SENDTO = 56, 435, 41, 42, 44
 _NS_FLAGS = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP
@@ -161,6 +192,14 @@ def seccomp_program(deny_connect: bool = True) -> bytes:
         # sendto: args[4] (dest_addr) at offset 48 (low) / 52 (high); non-NULL -> EPERM
         p += [_insn(_JEQ, 0, 6, _NR_SENDTO), _insn(_LD_W_ABS, 0, 0, 48), _insn(_JEQ, 0, 2, 0),
               _insn(_LD_W_ABS, 0, 0, 52), _insn(_JEQ, 1, 0, 0), _insn(_RET, 0, 0, eperm), _insn(_RET, 0, 0, _RET_ALLOW)]
+    for nr, args in sorted(SELF_ONLY_SYSCALLS.values()):
+        n = len(args)
+        block = []
+        for k, a in enumerate(args):  # each argument word must be 0, else EPERM (the last instruction)
+            block += [_insn(_LD_W_ABS, 0, 0, 16 + 8 * a), _insn(_JEQ, 0, 4 * n - 4 * k - 1, 0),
+                      _insn(_LD_W_ABS, 0, 0, 20 + 8 * a), _insn(_JEQ, 0, 4 * n - 4 * k - 3, 0)]
+        block += [_insn(_RET, 0, 0, _RET_ALLOW), _insn(_RET, 0, 0, eperm)]
+        p += [_insn(_JEQ, 0, len(block), nr)] + block
     # clone: args[0] (flags) low word at offset 16
     p += [_insn(_JEQ, 0, 4, _NR_CLONE), _insn(_LD_W_ABS, 0, 0, 16), _insn(_JSET, 0, 1, _NS_FLAGS),
           _insn(_RET, 0, 0, eperm), _insn(_RET, 0, 0, _RET_ALLOW)]
@@ -202,6 +241,33 @@ def drop_privileges(uid: int) -> None:
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
+
+
+CAP_KILL, CAP_SETGID, CAP_SETUID, PR_SET_KEEPCAPS, _NR_CAPSET = 5, 6, 7, 8, 126
+CALL_UID_OFFSET = 100  # a worker's calls run under its template's uid + this: the template is out of their reach
+
+
+def capset(mask: int) -> None:
+    """Set this process's effective and permitted capabilities to `mask` (inheritable none)."""
+    header = ctypes.create_string_buffer(struct.pack("<Ii", 0x20080522, 0), 8)  # _LINUX_CAPABILITY_VERSION_3
+    data = ctypes.create_string_buffer(struct.pack("<6I", mask, mask, 0, 0, 0, 0), 24)
+    _check(_libc.syscall(_NR_CAPSET, header, data), "capset")
+
+
+def drop_to_uid_keeping_setuid(uid: int) -> None:
+    """Become `uid` with only CAP_SETUID, CAP_SETGID and CAP_KILL left: a template, so that each of its
+    children can move to the calls' uid (and then drop all three) and the template can still kill them."""
+    prctl(PR_SET_KEEPCAPS, 1)
+    drop_privileges(uid)
+    capset((1 << CAP_SETUID) | (1 << CAP_SETGID) | (1 << CAP_KILL))
+    prctl(PR_SET_KEEPCAPS, 0)
+
+
+def become_call_uid(uid: int) -> None:
+    """In a template's child: the calls' uid, no capabilities at all."""
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    capset(0)
 
 
 # ---------------------------------------------------------------- memory layout

@@ -187,6 +187,23 @@ def _write(ob):
     return full_write_guard(ob)
 
 
+PRINT_MAX = 1 << 20  # characters a grader may print in one call; nobody reads them
+
+
+class _BoundedPrint(PrintCollector):
+    """print() in a grader: output is dropped, and past PRINT_MAX characters the call ends at once with a
+    grader error. A count, not a clock: the same grader gets the same outcome on a busy machine."""
+
+    printed = 0
+
+    def write(self, text):
+        _BoundedPrint.printed += len(text)
+        if _BoundedPrint.printed > PRINT_MAX:
+            from .child import end_with_grader_error
+            end_with_grader_error(f"grade() printed more than {PRINT_MAX} characters; print less (the output "
+                                  "of print() in a grader is not shown anywhere)")
+
+
 def _apply(f, *args, **kwargs):
     return f(*args, **kwargs)
 
@@ -223,7 +240,7 @@ def grader_globals(filename: str, getenv, network: bool = False) -> dict:
         "__builtins__": b, "__name__": "grader", "__file__": filename, "__metaclass__": type,
         "_getattr_": _getattr, "_getitem_": operator.getitem, "_getiter_": iter, "_write_": _write,
         "_iter_unpack_sequence_": guarded_iter_unpack_sequence, "_unpack_sequence_": guarded_unpack_sequence,
-        "_inplacevar_": _inplacevar, "_apply_": _apply, "_print_": PrintCollector,
+        "_inplacevar_": _inplacevar, "_apply_": _apply, "_print_": _BoundedPrint,
     }
 
 

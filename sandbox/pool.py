@@ -17,13 +17,14 @@ import tempfile
 import threading
 
 
+from .harden import CALL_UID_OFFSET  # noqa: F401  (a worker's calls: its uid + this)
 from .protocol import MAX_BLOB, ProtocolError, encode, read_msg, write_all
 from .results import SandboxError
 from .view import package_dirs, within
 
 STARTUP_TIMEOUT = 120.0
 UID_BASE = 61000
-POOL_SLOTS = 200    # uids per pool of one Sandbox (so at most this many workers a pool)
+POOL_SLOTS = 100    # workers a pool of one Sandbox can have
 UID_BLOCK = 1000    # uids per Sandbox: its five pools
 UID_BLOCKS = 1000   # Sandboxes that can live on one machine at once
 
@@ -53,7 +54,7 @@ class UidBlock:
                            "agentrl processes", "internal")
 
     def uid(self, kind_index: int, slot: int) -> int:
-        return self.base + kind_index * POOL_SLOTS + slot
+        return self.base + kind_index * 2 * POOL_SLOTS + slot  # its calls: + CALL_UID_OFFSET
 
     def release(self) -> None:
         if self.fd is not None:
@@ -132,7 +133,10 @@ class Worker:
             self.start()
         try:
             write_all(self.proc.stdin.fileno(), encode(header, blobs))
-            return self._read(wall)
+            status, got = self._read(wall)
+            if status.get("retired"):  # it answered, then exited: it could not give the next call a clean start
+                self.stop()
+            return status, got
         except TimeoutError:
             self.stop()
             raise SandboxError(f"sandbox worker gave no answer within {wall:.1f} s; it was killed and will be "

@@ -1,6 +1,6 @@
 """The per-call fast path: a locked-down process that forks one child per call.
 
-The zygote forks a template once per set of readable paths. The template locks itself down for good
+The template factory (factory.py) forks a template per set of readable paths and per grader. The template locks itself down for good
 (rlimit ceilings, `no_new_privs`, Landlock, the per-slot uid, the parent-death signal, an empty
 environment, the seccomp filter), then serves calls over a SEQPACKET socket: each request is a small
 JSON header plus the call's file descriptors (stdin, stdout, stderr, result pipe and a memfd holding the
@@ -52,8 +52,11 @@ CTRL_MAX = 1 << 16
 SOCK_FD = 3          # the template's end of the control socket, after lock-down
 FD_FLOOR = 100       # received descriptors are moved above this before being placed at 0..4
 BLOBS_FD = 4         # in the child: the memfd holding the job's blobs
+TEST_FD = 5          # in the child of an opaque test: the memfd holding the test (see child.run_assert_split)
 CACHE_MAX = 256
 _MAPS = ""
+_SCRATCH = "/"
+_CALL_UID = 0  # the uid each child moves to (0: stay, as a template without root does)
 # A request: this fixed header, then a marshal-encoded dict for the Python side (written by the trusted
 # zygote; marshal decodes with far fewer page writes than json). Same layout as struct req in _forkserver.c.
 HEADER = struct.Struct("<IIIIQQQQ")
@@ -78,9 +81,13 @@ def read_blobs(fd: int, size: int):
     return marshal.loads(data)
 
 
+# Read once, when the zygote imports this module: a template clears its environment before it serves.
+_LOOP_CHOICE = os.environ.get("AGENTRL_SANDBOX_FORKSERVER", "")
+
+
 def fast_path() -> str:
     """Which per-call loop templates run, for the isolation report."""
-    if _forkserver is not None and os.environ.get("AGENTRL_SANDBOX_FORKSERVER") != "python":
+    if _forkserver is not None and _LOOP_CHOICE != "python":
         return "C"
     return "python"
 
@@ -89,7 +96,8 @@ _libc_fork.restype = ctypes.c_int
 _libc_fork.argtypes = []
 
 
-def lock(sock_fd: int, ruleset_fd: int | None, *, uid: int | None, scratch: str, seccomp: bytes | None) -> None:
+def lock(sock_fd: int, ruleset_fd: int | None, *, uid: int | None, call_uid: int | None, scratch: str,
+         seccomp: bytes | None, env: dict | None = None) -> None:
     """Irreversibly confine the template. Order matters: Landlock needs root or no_new_privs, the uid
     drop must precede the parent-death signal (setuid clears it), seccomp comes last."""
     os.setsid()
@@ -117,12 +125,19 @@ def lock(sock_fd: int, ruleset_fd: int | None, *, uid: int | None, scratch: str,
         harden.landlock_restrict(ruleset_fd)
         os.close(ruleset_fd)
     if uid is not None:
-        harden.drop_privileges(uid)
+        if call_uid is not None:
+            harden.drop_to_uid_keeping_setuid(uid)
+            global _CALL_UID
+            _CALL_UID = call_uid
+        else:
+            harden.drop_privileges(uid)
     harden.prctl(harden.PR_SET_PDEATHSIG, signal.SIGKILL)
-    os.chdir(scratch)
+    global _SCRATCH
+    _SCRATCH = scratch
+    os.chdir("/")  # each child enters the scratch mount of its own call (view.FileView.fresh_scratch)
     os.umask(0o077)
     os.environ.clear()
-    os.environ.update({"HOME": scratch, "TMPDIR": scratch})
+    os.environ.update({"HOME": scratch, "TMPDIR": scratch, **(env or {})})
     # As pid 1 of the namespace the template ignores every signal it has no handler for; children
     # inherit the defaults.
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM):
@@ -149,13 +164,14 @@ class Template:
         # Huge pages under the heap make each fork and exit cheaper (harden.collapse_to_huge_pages).
         harden.collapse_to_huge_pages(_MAPS)
         if fast_path() == "C":
-            pending = None
+            resume = False
             while True:
-                what, data, fds = _forkserver.serve(SOCK_FD, self.pidns, pending)
+                what, data, fds = _forkserver.serve(SOCK_FD, self.pidns, resume, _CALL_UID)
                 if what == "child":
                     self.run_child(marshal.loads(data))
                 self.prepare(marshal.loads(data[HEADER.size:]), fds)
-                pending = (data, fds)
+                del data, fds  # the request waits in C: no frame a child inherits holds it
+                resume = True
         while True:
             try:
                 msg, fds, _, _ = socket.recv_fds(self.sock, CTRL_MAX, 8)
@@ -200,15 +216,17 @@ class Template:
         """Python fallback of child_setup in _forkserver.c."""
         try:
             import fcntl
-            high = [fcntl.fcntl(fd, fcntl.F_DUPFD, FD_FLOOR) for fd in fds[:5]]
+            high = [fcntl.fcntl(fd, fcntl.F_DUPFD, FD_FLOOR) for fd in fds[:6]]
             for target, fd in enumerate(high):
                 os.dup2(fd, target)
-            os.closerange(BLOBS_FD + 1, 1 << 16)
+            os.closerange(len(high), 1 << 16)
             for res, value in zip((resource.RLIMIT_CPU, resource.RLIMIT_AS, resource.RLIMIT_FSIZE,
                                    resource.RLIMIT_NPROC), limits):
                 resource.setrlimit(res, (value, value))
             if not self.pidns:
                 os.setpgid(0, 0)
+            if _CALL_UID:
+                harden.become_call_uid(_CALL_UID)
         except BaseException:  # noqa: BLE001
             try:
                 traceback.print_exc(file=sys.stderr)
@@ -218,15 +236,23 @@ class Template:
     def run_child(self, req: dict) -> None:
         """In the forked child, descriptors and limits in place: run the job. Never returns."""
         try:
-            env = req.get("env")
+            os.chdir(_SCRATCH)
+            if req.get("op") == "test" and req.get("mode") == "assert":
+                child.run_assert_split(req["job_len"], req["test_len"])  # never returns
+            try:
+                os.close(TEST_FD)  # a grader's own source, sent with its first call
+            except OSError:
+                pass
+            job = read_blobs(BLOBS_FD, req["job_len"])
+            os.close(BLOBS_FD)
+            env = job["env"]
             if env:
                 child.ENV.update(env)
                 os.environ.update(env)
             if req.get("reseed") and "random" in sys.modules:
                 sys.modules["random"].seed()  # what Python's at-fork hook would have done
-            blobs = read_blobs(BLOBS_FD, req["job_len"])
-            os.close(BLOBS_FD)
-            self.run_job(req, blobs, self.cache.get(req.get("key")))
+            req["nonce"] = job["nonce"]
+            self.run_job(req, job["blobs"], self.cache.get(req.get("key")))
         except BaseException:  # noqa: BLE001
             try:
                 traceback.print_exc(file=sys.stderr)
@@ -252,7 +278,7 @@ class Template:
             elif mode == "probe":
                 child.run_probe(code, arg)
             else:
-                child.run_assert(code, arg, req["nonce"])
+                raise RuntimeError(f"unknown test mode {mode!r}")
         elif op == "selftest":
             child.self_test(req.get("port"), list(req.get("private") or ()))
         else:
@@ -319,11 +345,11 @@ class Template:
 PR_SET_CHILD_SUBREAPER = 36
 
 
-def main(sock_fd: int, ruleset_fd: int | None, *, kind: str, network: bool, uid: int | None, scratch: str,
-         seccomp: bytes | None, pidns: bool) -> None:
+def main(sock_fd: int, ruleset_fd: int | None, *, kind: str, network: bool, uid: int | None,
+         call_uid: int | None, scratch: str, seccomp: bytes | None, pidns: bool, env: dict | None = None) -> None:
     """Entry point in the process the zygote forked; never returns."""
     try:
-        lock(sock_fd, ruleset_fd, uid=uid, scratch=scratch, seccomp=seccomp)
+        lock(sock_fd, ruleset_fd, uid=uid, call_uid=call_uid, scratch=scratch, seccomp=seccomp, env=env)
         Template(kind, network, pidns).serve()
     except BaseException:  # noqa: BLE001
         try:

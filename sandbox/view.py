@@ -5,7 +5,10 @@ sockets live there) and every directory others cannot enter (/root) with empty t
 back only what the interpreter and agentrl need and what calls declare. Landlock then decides what may
 be read: the interpreter's library, the sys.path entries (less any that holds the host's working
 directory or home), agentrl's own folders, system libraries and declared paths; the only writable place
-is a scratch dir on a size-capped tmpfs, emptied after every call.
+is the scratch dir: a size-capped tmpfs mounted afresh for every call (the one before is detached with
+whatever it held: files, deep trees, extended attributes, modes), so no call starts from a state an
+earlier call could have touched. /proc is a procfs of its own with `hidepid=invisible`: a call sees
+its own uid's processes only, not the host's pids.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from typing import Callable
 from . import harden
 
 SHARED_DIRS = ("/tmp", "/var/tmp", "/run", "/dev/shm")
+MS_NOEXEC = 8
+SCRATCH_OPTS = "size=64m,nr_inodes=8192,mode=700"
 RULESETS_MAX = 64
 
 
@@ -57,6 +62,7 @@ class FileView:
         # Exists only in the zygote's mount namespace (inside its own /tmp): a size-capped tmpfs.
         self.private = f"/tmp/agentrl-sandbox-{uid}"
         self.scratch = self.private + "/scratch"
+        self.mounted = False  # whether the scratch dir is a tmpfs of its own, remounted per call
 
     def library_paths(self, path_entries) -> list[str]:
         """The sys.path entries calls may read, less any that holds the host's working directory or home
@@ -87,7 +93,14 @@ class FileView:
                 self._overlay(d)
         self.note("shared_dirs_hidden", True, f"empty tmpfs over {', '.join(SHARED_DIRS)} (no foreign unix sockets)")
         os.makedirs(self.private, mode=0o711, exist_ok=True)
-        harden.mount("tmpfs", self.private, "tmpfs", harden.MS_NOSUID | harden.MS_NODEV, "size=256m,mode=711")
+        harden.mount("tmpfs", self.private, "tmpfs", harden.MS_NOSUID | harden.MS_NODEV, "size=1m,mode=711")
+        os.makedirs(self.scratch, mode=0o700, exist_ok=True)
+        self.mounted = True
+        try:  # calls see only their own uid's processes (no host pids, no template under another uid)
+            harden.mount("proc", "/proc", "proc", harden.MS_NOSUID | harden.MS_NODEV | MS_NOEXEC, "hidepid=invisible")
+            self.note("proc_hidden", True, "/proc: a procfs of its own with hidepid=invisible (own uid's processes only)")
+        except OSError as e:
+            self.note("proc_hidden", False, f"host /proc visible to stat(): {e}")
         # Paths the interpreter needs may sit below a directory the unprivileged uid cannot enter
         # (/root/.pyenv under /root 0700): cover that directory with a tmpfs holding only bind mounts.
         self.expose([p for p in needed if not any(p != q and within(p, q) for q in needed)])
@@ -163,12 +176,30 @@ class FileView:
                 self.rulesets.clear()
             self.expose(read_paths)
             self.rulesets[read_paths] = harden.landlock_ruleset(
-                self.base_read + list(read_paths), [self.scratch, "/dev/null"], deny_tcp=not self.network, abi=self.abi)
+                self.base_read + list(read_paths), [self.write_root(), "/dev/null"], deny_tcp=not self.network,
+                abi=self.abi)
         return self.rulesets[read_paths]
 
     # ------------------------------------------------------------ scratch
+    def write_root(self) -> str:
+        """Where Landlock grants writes: the folder above the per-call scratch mount (root's, mode 711, so
+        the slot uid can write only inside the scratch mount), as a rule binds to an inode and every call
+        gets a new one; without a mount namespace, the scratch dir itself."""
+        return self.private if self.mounted else self.scratch
+
     def fresh_scratch(self) -> None:
-        """Empty the scratch dir but keep its inode: the cached Landlock rulesets are bound to it."""
+        """A scratch dir no earlier call has touched: a new tmpfs over the old one, which is detached (it
+        goes when the last process holding it does: every call's processes are dead by now). Raises
+        OSError when that cannot be done: the zygote then retires itself."""
+        if self.mounted:
+            try:
+                harden.umount(self.scratch)
+            except OSError:
+                pass  # nothing mounted yet
+            opts = SCRATCH_OPTS + (f",uid={self.uid},gid={self.uid}" if os.geteuid() == 0 else "")
+            harden.mount("tmpfs", self.scratch, "tmpfs", harden.MS_NOSUID | harden.MS_NODEV, opts)
+            return
+        # No mount namespace (the weak case): empty the directory; anything left makes the zygote retire.
         if not os.path.isdir(self.scratch):
             os.makedirs(self.scratch, 0o700, exist_ok=True)
         with os.scandir(self.scratch) as entries:
@@ -180,6 +211,8 @@ class FileView:
                         os.unlink(entry.path)
                     except OSError:
                         pass
+        if os.listdir(self.scratch):
+            raise OSError(f"scratch dir {self.scratch} could not be emptied")
         st = os.stat(self.scratch)
         if stat.S_IMODE(st.st_mode) != 0o700:
             os.chmod(self.scratch, 0o700)

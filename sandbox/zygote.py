@@ -2,11 +2,12 @@
 
 At start it enters its own mount, network, IPC and UTS namespaces, sets up what calls can see and write
 (view.py: a private scratch tmpfs, hidden shared and home directories, the Landlock read allow-list),
-imports the heavy modules once and measures the isolation it got. It then forks a template (template.py)
-for each set of declared read paths: pid 1 of a fresh pid namespace, locked down once, forking one child
-per call. The zygote stays
+imports the heavy modules once and measures the isolation it got. It then forks the template factory
+(factory.py), which forks a template (template.py) for each set of declared read paths and each grader:
+pid 1 of a fresh pid namespace, locked down once, forking one child per call. The zygote stays
 privileged and trusted: it makes each call's pipes, sends the job to the template, reads the results with
-caps, kills a template that overstays, empties the scratch dir and replies to the host.
+caps, kills a template that overstays, mounts a fresh scratch tmpfs and replies to the host. When it cannot
+give the next call a clean start it answers, then exits ("retires"), and the host starts another.
 """
 
 from __future__ import annotations
@@ -24,27 +25,36 @@ import time
 
 from . import cgroup, harden
 from . import template as template_mod
+from .factory import Factory
+from .netproxy import start_proxy
 from .protocol import encode, read_msg, write_all
+from .tplhandle import TemplateHandle, memfd as _memfd, state as _state, uid_pids as _uid_pids
 from .view import FileView
 
 RESULT_CAP = 1 << 20
 TEMPLATES_MAX = 8   # one per distinct set of declared read paths; the least recently used goes first
 BACKSTOP_S = 3.0    # past a call's timeout, a template that has not reported is killed
-PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 class Zygote:
     def __init__(self, kind: str, uid: int, network: bool) -> None:
         self.kind, self.uid, self.network = kind, uid, network
+        # The template runs as `uid`, its calls as `call_uid`: no call can change its template's limits,
+        # priority or CPU set, signal it or see it in /proc.
+        self.call_uid = uid + harden.CALL_UID_OFFSET if os.geteuid() == 0 else None
         self.report: dict[str, list] = {}
-        self.fs = FileView(uid, network, self.note)
+        self.fs = FileView(self.call_uid or uid, network, self.note)
         self.compiled: dict[tuple, object] = {}
         self.pidns_fd: int | None = None
         self.seccomp: bytes | None = None
         self.null: int | None = None
-        self.templates: dict[tuple, _Template] = {}
+        self.templates: dict[tuple, TemplateHandle] = {}
         self.cg_base: str | None = None
         self.cg_count = 0
+        self.host_fds: tuple[int, ...] = ()  # its pipes to the host, which the factory closes
+        self.factory: Factory | None = None
+        self.call_env: dict[str, str] = {}  # variables every call gets (a network grader's proxy)
+        self.retire: str | None = None  # set when this worker can no longer give a clean start to a call
 
     def note(self, key: str, ok: bool, reason: str) -> None:
         self.report[key] = [bool(ok), reason]
@@ -52,17 +62,26 @@ class Zygote:
     # ------------------------------------------------------------ setup
     def setup(self) -> None:
         is_root = os.geteuid() == 0
-        flags = harden.CLONE_NEWNS | harden.CLONE_NEWIPC | harden.CLONE_NEWUTS
-        if not self.network:
-            flags |= harden.CLONE_NEWNET
+        # Network graders get a namespace of their own too; their only way out is the proxy (netproxy.py),
+        # which stays in the host's namespace and refuses the host's own and private addresses.
+        proxy = start_proxy(self.uid if is_root else None, close=self.host_fds) if self.network and is_root else None
+        flags = harden.CLONE_NEWNS | harden.CLONE_NEWIPC | harden.CLONE_NEWUTS | harden.CLONE_NEWNET
         try:
             harden.unshare(flags)
             self.note("mount_ns", True, "private mount namespace: scratch on a size-capped tmpfs, home directories hidden")
-            self.note("net_ns", not self.network, "empty network namespace (no interfaces up)" if not self.network
-                      else "network requested by the caller: host network namespace")
+            if proxy is not None:
+                port = proxy.serve_inside()
+                url = f"http://127.0.0.1:{port}"
+                self.call_env = {"HTTP_PROXY": url, "HTTPS_PROXY": url, "http_proxy": url, "https_proxy": url}
+                self.note("net_ns", True, f"own network namespace; the only way out is an HTTP(S) proxy ({url}) that "
+                          "refuses the host's own, loopback and private addresses")
+            else:
+                self.note("net_ns", True, "empty network namespace (no interfaces up)")
             self.note("ipc_uts_ns", True, "private IPC and UTS namespaces")
             self.fs.mount()
         except OSError as e:
+            if proxy is not None:
+                os.kill(proxy.pid, signal.SIGKILL)
             for key in ("mount_ns", "net_ns", "ipc_uts_ns"):
                 self.note(key, False, f"{e} (needs root or CAP_SYS_ADMIN)")
         pidns_error = None
@@ -89,7 +108,8 @@ class Zygote:
                                                             ", connect() and sendto(address) (no unix sockets)"))
         else:
             self.note("seccomp", False, "filter only written for x86_64")
-        self.note("uid_drop", is_root, f"per-slot uid (this worker: {self.uid}), no supplementary groups" if is_root else
+        self.note("uid_drop", is_root, f"per-slot uids, no supplementary groups, no capabilities: calls run as "
+                  f"{self.call_uid}, their template as {self.uid}" if is_root else
                   "not root: cannot switch to a per-slot uid (RLIMIT_NPROC shared with the host user)")
         self.note("rlimits", True, "CPU, address space, file size, processes, open files, core=0")
         self.cg_base, why = cgroup.find_base()
@@ -100,7 +120,7 @@ class Zygote:
                   f"not used ({why}): RLIMIT_AS bounds each process, so a call with n processes can use n x memory_mb")
         if pidns_error is not None:
             how = ("killed by the template's memory cgroup" if self.cg_base is not None else
-                   f"killed by the slot uid ({self.uid})" if is_root else
+                   f"killed by the slot uid ({self.call_uid})" if is_root else
                    "NOT killed if they leave the call's process group (setsid)")
             self.note("pid_ns", False, f"{pidns_error}; processes a call leaves running are {how} after it ends")
         loop = template_mod.fast_path()
@@ -115,43 +135,37 @@ class Zygote:
         import agentrl.trajectory  # noqa: F401
         from . import child, policy  # noqa: F401
         self.fs.base_read = self.fs.read_allowlist()
-        # The template for calls without declared paths (all model code, most graders) starts now, before
-        # this process has read any call's data: its heap, which every child inherits, holds none.
-        self.template(())
+        self.fs.fresh_scratch()
+        self.fs.ruleset(())  # the mounts every template needs are in place before the factory forks
+        # Every template is forked by the factory, whose heap is this one's from before any call.
+        self.factory = Factory(self._launch, pidns=self.pidns_fd is not None, close=self.host_fds)
+        if self.kind == "code":  # model code's template, ready before the first call
+            self.template(((), None), ())
 
     # ------------------------------------------------------------ templates
-    def template(self, read_paths: tuple[str, ...]) -> "_Template":
-        tpl = self.templates.pop(read_paths, None)
+    def template(self, key: tuple, read_paths: tuple[str, ...]) -> "TemplateHandle":
+        """The template for `key`: the declared read paths, and for graders the digest of the grader's
+        source, so that no template ever holds another reward's code."""
+        tpl = self.templates.pop(key, None)
         if tpl is None:
             while len(self.templates) >= TEMPLATES_MAX:
                 self.templates.pop(next(iter(self.templates))).stop()
             tpl = self._start_template(read_paths)
-        self.templates[read_paths] = tpl  # most recently used last
+        self.templates[key] = tpl  # most recently used last
         return tpl
 
-    def _start_template(self, read_paths: tuple[str, ...]) -> "_Template":
-        from . import template
-        self.fs.fresh_scratch()  # first: a ruleset grants nothing on a path that does not exist yet
-        ruleset = self.fs.ruleset(read_paths)
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        if self.pidns_fd is not None:
-            harden.unshare(harden.CLONE_NEWPID)  # the next fork is pid 1 of a new pid namespace
-        try:
-            pid = os.fork()
-        except BaseException:
-            if self.pidns_fd is not None:
-                harden.setns(self.pidns_fd, harden.CLONE_NEWPID)
-            ours.close()
-            theirs.close()
-            raise
-        if pid == 0:
-            template.main(theirs.fileno(), ruleset, kind=self.kind, network=self.network,
-                          uid=self.uid if os.geteuid() == 0 else None, scratch=self.fs.scratch, seccomp=self.seccomp,
+    def _launch(self, sock_fd: int, ruleset_fd: int | None) -> None:
+        """In a process the factory forked: become a template (never returns)."""
+        template_mod.main(sock_fd, ruleset_fd, kind=self.kind, network=self.network,
+                          uid=self.uid if os.geteuid() == 0 else None, call_uid=self.call_uid,
+                          scratch=self.fs.scratch, seccomp=self.seccomp, env=self.call_env,
                           pidns=self.pidns_fd is not None)
-        if self.pidns_fd is not None:
-            harden.setns(self.pidns_fd, harden.CLONE_NEWPID)
-        theirs.close()
-        tpl = _Template(pid, ours)
+
+    def _start_template(self, read_paths: tuple[str, ...]) -> "TemplateHandle":
+        self.fs.fresh_scratch()
+        ruleset = self.fs.ruleset(read_paths)
+        pid, sock, pidfd = self.factory.spawn(ruleset)
+        tpl = TemplateHandle(pid, sock, pidfd)
         if self.cg_base is not None:
             self.cg_count += 1
             try:  # before its first call: every child it forks is counted there
@@ -165,41 +179,50 @@ class Zygote:
     # ------------------------------------------------------------ one call
     def run(self, req: dict, blobs: list[bytes], *, timeout: float, memory_mb: int, read_paths=(), env=None,
             stdin: bytes | None = None, out_cap: int = 0, err_cap: int = 0, nproc: int = 16, fsize_mb: int = 64,
-            grader: tuple[str, bytes] | None = None) -> tuple[dict, list[bytes]]:
+            grader: tuple[str, bytes] | None = None, test: bytes | None = None) -> tuple[dict, list[bytes]]:
         """Send one job to the template for `read_paths`, which forks the child that runs it; read the
         child's result and output here, with caps. `grader`: (digest, source) of grader code."""
         if self.null is None:
             self.null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
-        key = self.fs.declared(read_paths)
+        declared = self.fs.declared(read_paths)
+        key = (declared, grader[0] if grader is not None else None)
         for attempt in (1, 2):
-            tpl = self.template(key)  # the scratch dir was emptied after the last call
+            try:
+                tpl = self.template(key, declared)  # the scratch dir was emptied after the last call
+            except OSError as e:  # no clean template can be had (the factory is gone): retire this worker
+                self.retire = f"cannot start a template: {e}"
+                return {"error": self.retire, "cause": "worker_died"}, []
             try:
                 pipes = self._dispatch(tpl, dict(req), blobs, timeout=timeout, memory_mb=memory_mb, env=env,
                                        stdin=stdin, out_cap=out_cap, err_cap=err_cap, nproc=nproc,
-                                       fsize_mb=fsize_mb, grader=grader)
+                                       fsize_mb=fsize_mb, grader=grader, test=test)
                 break
             except OSError as e:  # the template died between calls (killed from outside): start another
                 self.templates.pop(key, None)
-                code = tpl.stop()
+                tpl.stop()
                 if attempt == 2:
-                    why = " (it could not lock itself down)" if code == 121 else ""
-                    return {"error": f"sandbox template exited with code {code}{why}: {e}; set "
-                                     "AGENTRL_SANDBOX_DEBUG=1 to see its error output"}, []
+                    return {"error": f"sandbox template exited (it may have failed to lock itself down): {e}; set "
+                                     "AGENTRL_SANDBOX_DEBUG=1 to see its error output", "cause": "internal"}, []
         status, got = self._collect(tpl, timeout, *pipes, out_cap, err_cap)
         if not tpl.alive:
             self.templates.pop(key, None)
         return status, got
 
-    def _dispatch(self, tpl: "_Template", req: dict, blobs: list, *, timeout, memory_mb, env, stdin, out_cap, err_cap,
-                  nproc, fsize_mb, grader) -> tuple:
+    def _dispatch(self, tpl: "TemplateHandle", req: dict, blobs: list, *, timeout, memory_mb, env, stdin, out_cap, err_cap,
+                  nproc, fsize_mb, grader, test=None) -> tuple:
         """Make the call's pipes and send the job with their write ends; returns the read ends."""
         r_res, w_res = os.pipe()
         r_out, w_out = os.pipe() if out_cap else (None, os.dup(self.null))
         r_err, w_err = os.pipe() if err_cap else (None, os.dup(self.null))
         w_in = _memfd("stdin", stdin) if stdin else os.dup(self.null)
-        job = marshal.dumps(list(blobs))
+        # Everything that belongs to this call (its variables, its data, a test's nonce) travels in the job
+        # memfd, which only the call's child reads: the template's heap never holds it.
+        job = marshal.dumps({"env": dict(env or {}), "blobs": list(blobs), "nonce": req.pop("nonce", None)})
         fds = [w_in, w_out, w_err, w_res, _memfd("job", job)]
         req["job_len"] = len(job)
+        if test is not None:
+            fds.append(_memfd("test", test))
+            req["test_len"] = len(test)
         need_py = False
         if grader is not None:
             digest, source = grader
@@ -212,7 +235,6 @@ class Zygote:
                 req["src_len"] = len(src)
                 need_py = True
             req["key"] = digest
-        req["env"] = dict(env or {})
         try:
             if tpl.cgroup is not None:
                 tpl.cgroup.set_call_limit(memory_mb)
@@ -235,7 +257,7 @@ class Zygote:
                 tpl.cgroup.baseline = None
         return r_res, r_out, r_err
 
-    def _collect(self, tpl: "_Template", timeout, r_res, r_out, r_err, out_cap, err_cap):
+    def _collect(self, tpl: "TemplateHandle", timeout, r_res, r_out, r_err, out_cap, err_cap):
         start = time.monotonic()
         backstop = start + timeout + BACKSTOP_S  # the template kills at `timeout`; this is if it does not
         bufs = {r_res: bytearray(), r_out: bytearray(), r_err: bytearray()}
@@ -294,17 +316,24 @@ class Zygote:
                 os.close(fd)
         if self.pidns_fd is None and tpl.alive:
             self._kill_leftovers(tpl)
-        self.fs.fresh_scratch()
+        try:
+            self.fs.fresh_scratch()
+        except OSError as e:  # the next call could not start clean: this worker retires after replying
+            self.retire = f"scratch reset failed: {e}"
         report = report or {}
         status = {"exit": report.get("exit"), "timed_out": bool(report.get("timed_out") or timed_out),
                   "overflow": overflow, "elapsed": time.monotonic() - start}
         if "error" in report:
             status["error"] = str(report["error"])[:300]
+        if report.get("template_died") or timed_out:  # the sandbox failed, not the call: it is not scorable
+            status["error"] = ("the sandbox template stopped answering and was killed" if timed_out else
+                               "the sandbox template died during the call")
+            status["cause"] = "killed"
         if status["exit"] != 0 and tpl.memory_killed():
             status["memory"] = True
         return status, [bytes(bufs[r_res]), bytes(bufs[r_out]), bytes(bufs[r_err])]
 
-    def _kill_leftovers(self, tpl: "_Template") -> None:
+    def _kill_leftovers(self, tpl: "TemplateHandle") -> None:
         """Without a pid namespace the template kills only the call's process group: kill here whatever else
         the call left running (a process that called setsid), found by the template's memory cgroup or, without
         one, by the slot uid. The template reaps them before its next fork."""
@@ -313,7 +342,7 @@ class Zygote:
         keep = {t.pid for t in self.templates.values()} | {tpl.pid}
         for round_ in range(100):
             try:
-                found = tpl.cgroup.pids() if tpl.cgroup is not None else _uid_pids(self.uid)
+                found = tpl.cgroup.pids() if tpl.cgroup is not None else _uid_pids(self.call_uid)
             except OSError:
                 return
             live = [p for p in found - keep if _state(p) not in ("Z", "X", None)]
@@ -358,8 +387,13 @@ class Zygote:
                             env=header.get("env") or {}, grader=(digest, blobs[0]))
         if op == "test":
             req = {"op": "test", "mode": header["mode"], "nonce": header.get("nonce"), "reseed": b"random" in blobs[0]}
+            test = None
+            if header["mode"] == "assert":  # the test goes to the test's process only (child.run_assert_split)
+                test = marshal.dumps({"test": blobs[1], "nonce": req.pop("nonce")})
+                blobs = [blobs[0], b"", blobs[2]]
             return self.run(req, [blobs[0], blobs[1]], timeout=header["timeout"], memory_mb=header["memory_mb"],
-                            stdin=blobs[2], out_cap=header["out_cap"], err_cap=8192, nproc=header.get("nproc", 16))
+                            stdin=blobs[2], out_cap=header["out_cap"], err_cap=8192, nproc=header.get("nproc", 16),
+                            test=test)
         if op == "selftest":
             return self.run({"op": "selftest", "port": header.get("port"),
                              "private": [str(p) for p in header.get("private") or ()][:8]}, [], timeout=5, memory_mb=256,
@@ -367,99 +401,6 @@ class Zygote:
         if op == "ping":
             return {"pong": os.getpid()}, []
         return {"error": f"unknown op {op!r}"}, []
-
-
-class _Template:
-    """The zygote's handle on one template process (template.py)."""
-
-    def __init__(self, pid: int, sock: socket.socket) -> None:
-        self.pid, self.sock = pid, sock
-        self.pidfd = os.pidfd_open(pid)
-        self.known: set[str] = set()  # digests of the grader sources this template has compiled
-        self._vm: int | None = None
-        self.cgroup: cgroup.MemoryCgroup | None = None
-        self.oom_seen = 0
-        self.alive = True
-
-    def vm_size(self) -> int:
-        """Its address space: a child starts with the same, and gets `memory_mb` on top. It grows only
-        when the template compiles grader code, so it is read again after that."""
-        if self._vm is None:
-            with open(f"/proc/{self.pid}/statm", "rb") as f:
-                self._vm = int(f.read().split()[0]) * PAGE
-        return self._vm
-
-    def send_kill(self) -> None:
-        try:
-            self.sock.send(template_mod.KILL)
-        except OSError:
-            self.kill()
-
-    def kill(self) -> None:
-        if self.alive:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except OSError:
-                pass
-
-    def reap(self) -> int:
-        """Wait for the (dying) template; its exit code."""
-        if not self.alive:
-            return -9
-        _, status = os.waitpid(self.pid, 0)
-        self.alive = False
-        os.close(self.pidfd)
-        self.sock.close()
-        if self.cgroup is not None:
-            self.cgroup.remove()  # empty now: the namespace's processes died with its init
-        return os.waitstatus_to_exitcode(status)
-
-    def stop(self) -> int:
-        self.kill()
-        return self.reap()
-
-    def memory_killed(self) -> bool:
-        """Whether the cgroup's OOM killer ended one of the call's processes since the last check."""
-        if self.cgroup is None:
-            return False
-        try:
-            kills = self.cgroup.oom_kills()
-        except OSError:
-            return False
-        seen, self.oom_seen = self.oom_seen, kills
-        return kills > seen
-
-
-def _state(pid: int) -> str | None:
-    """The process's state letter from /proc (Z: exited, not yet reaped), or None if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0].decode()
-    except (OSError, IndexError):
-        return None
-
-
-def _uid_pids(uid: int) -> set[int]:
-    """Every process whose real uid is `uid` (from /proc/PID/status: a process that changed uid is not
-    dumpable, so its /proc directory belongs to root)."""
-    out, want = set(), str(uid).encode()
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/status", "rb") as f:
-                    line = next(x for x in f if x.startswith(b"Uid:"))
-                if line.split()[1] == want:
-                    out.add(int(name))
-            except (OSError, StopIteration, IndexError):
-                pass
-    return out
-
-
-def _memfd(name: str, data: bytes) -> int:
-    fd = os.memfd_create(name, os.MFD_CLOEXEC)
-    write_all(fd, data)
-    os.lseek(fd, 0, os.SEEK_SET)
-    return fd
 
 
 def main() -> None:
@@ -471,6 +412,7 @@ def main() -> None:
     os.set_inheritable(proto_in, False)
     os.set_inheritable(proto_out, False)
     z = Zygote(kind, uid, network)
+    z.host_fds = (proto_in, proto_out)
     try:
         z.setup()
         hello = {"ready": True, "report": z.report, "preimported": z.preimported, "pid": os.getpid()}
@@ -489,9 +431,16 @@ def main() -> None:
             return
         try:
             reply = z.handle(header, blobs)
-        except Exception as e:  # noqa: BLE001 - report and keep serving
-            reply = ({"error": f"zygote: {type(e).__name__}: {e}"}, [])
+        except Exception as e:  # noqa: BLE001 - report, then retire: its state is no longer known to be clean
+            z.retire = f"zygote: {type(e).__name__}: {e}"
+            reply = ({"error": z.retire, "cause": "worker_died"}, [])
+        if z.retire:  # the host restarts a worker that has exited; the reply above is still valid
+            reply[0]["retired"] = z.retire
         write_all(proto_out, encode(*reply))
+        if z.retire:
+            for tpl in z.templates.values():
+                tpl.stop()
+            return
 
 
 if __name__ == "__main__":

@@ -12,6 +12,15 @@ STAMP="$VENV/.agentrl-install"
 # setup.py builds the sandbox's C fork loop (sandbox/_forkserver.c) into the editable install.
 WANT=$(cat pyproject.toml setup.py sandbox/_forkserver.c plugins/*/pyproject.toml scripts/install.sh | sha256sum | cut -d' ' -f1)
 
+# Headless Chromium (Debian's package) and its driver: tests/ui load the job page in a real browser.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "agentrl: installing chromium and chromium-driver (apt) for the browser tests"
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+  else
+    echo "agentrl: chromium/chromedriver missing and not root with apt-get: tests/ui's browser tests will be skipped" >&2
+  fi
+fi
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$VENV/bin/agentrl" ]; then
   exit 0
 fi

@@ -1,29 +1,43 @@
 """Is a math answer equal to the expected one?
 
-``score_answer(pred, gold)`` tries, in order: a numeric comparison of both sides read by ``mathnorm``
-(exact fractions, relative tolerance, percents, currency, magnitude words, tuples/sets/intervals), then a
-symbolic comparison by math_verify + sympy in a child process with a hard deadline. A comparison that
-runs out of time raises ``Unscorable`` ("could not score"), never returns 0. Safe off the main thread
-and inside Ray workers: no signal.alarm anywhere in this process.
+    >>> score_answer("$842M", "842 million dollars")               # agentrl's numeric reading
+    1.0
+    >>> score_answer(r"y=-\\frac{1}{2}x+\\frac{3}{4}", "2x+4y-3=0")  # math_verify's
+    1.0
+
+``score_answer(pred, gold)``, with ``pred`` already extracted (``mathextract``) and the gold read once per
+item and cached (``gold_answer``): 1.0 when both are written the same way (up to spacing, ``$``, ``\\text``,
+case of a word); else both are read by ``mathnorm`` (exact fractions, relative tolerance, percents,
+currency, magnitude words, units, thousands, decimal commas, tuples/sets/intervals) and a match is 1.0.
+A numeric mismatch is final only when both readings are unambiguous (plain numbers, or collections of the
+same kind of them); anything else is asked of math_verify (each side parsed once with its LaTeX and
+expression extraction configs, then ``verify``) in a child process with a hard deadline: the numeric path
+never overrides a symbolic equality. A comparison that runs out of time raises ``Unscorable`` ("could not
+score"), never returns 0. Safe off the main thread and inside Ray workers: no signal.alarm anywhere.
+
+``partial_credit`` is the tutorial's rule: 0.5 within a tenth of a percent (or the given window) or a
+rounding error. Without it, a decimal of two or more places that is the other side rounded counts as equal.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import subprocess
 import sys
 import threading
 from collections import OrderedDict
 from fractions import Fraction
+from functools import lru_cache
 
 from agentrl.deadline import DeadlineExceeded, call_with_deadline
 from agentrl.rewards.errors import Unscorable
-from agentrl.rewards.mathextract import extract_final_answer, last_boxed
-from agentrl.rewards.mathnorm import Num, Seq, parse_value
+from agentrl.rewards.mathextract import extract_final_answer, gold_answer
+from agentrl.rewards.mathnorm import Num, Seq, parse_value, same_text_key
 
-__all__ = ["extract_final_answer", "score_answer", "numbers_match", "SymbolicPool", "symbolic_equal"]
+__all__ = ["extract_final_answer", "score_answer", "numbers_match", "SymbolicPool", "symbolic_equal", "clear_caches"]
 
 DEFAULT_TOLERANCE = 1e-6
 
@@ -36,56 +50,52 @@ def _close(a, b, tol: float) -> bool:
     return abs(a - b) <= Fraction(tol) * max(abs(b), abs(a)) if tol else False
 
 
-def _rounds_to(exact, shown: Num) -> bool:
-    """``shown`` is a decimal with >= 2 places and ``exact`` rounds to it."""
+def _rounds_to(exact, shown: Num, min_places: int = 2) -> bool:
+    """``shown`` is a decimal with >= ``min_places`` places and ``exact`` rounds to it."""
     d = shown.decimals
-    if d is None or d < 2 or isinstance(exact, float) or isinstance(shown.value, float):
+    if d is None or d < min_places or isinstance(exact, float) or isinstance(shown.value, float):
         return False
     gap, half = abs(exact - shown.value), Fraction(1, 2 * 10**d)
     return gap < half or gap == half and abs(shown.value) > abs(exact)  # a tie rounds half away from zero
 
 
-def numbers_match(pred: Num, gold: Num, tol: float) -> bool:
+def _rounded(pred: Num, gold: Num, min_places: int = 2) -> bool:
+    """The less precise side (a decimal with >= ``min_places`` places) is the other side rounded."""
+    if pred.decimals is not None and (gold.decimals is None or gold.decimals > pred.decimals):
+        if _rounds_to(gold.value, pred, min_places):
+            return True
+    if gold.decimals is not None and (pred.decimals is None or pred.decimals > gold.decimals):
+        return _rounds_to(pred.value, gold, min_places)
+    return False
+
+
+def numbers_match(pred: Num, gold: Num, tol: float, rounding: bool = True) -> bool:
+    if pred.base and gold.base and pred.base[0] == gold.base[0]:  # both with units of one kind: 1.5 km = 1500 m
+        return _close(pred.base[1], gold.base[1], tol)
     preds = [pred.value] + ([pred.alt] if pred.alt is not None else [])
     golds = [gold.value] + ([gold.alt] if gold.alt is not None else [])
     if any(_close(p, g, tol) for p in preds for g in golds):
         return True
-    # the less precise side (a decimal with >= 2 places) is the other side rounded
-    if pred.decimals is not None and (gold.decimals is None or gold.decimals > pred.decimals):
-        if _rounds_to(gold.value, pred):
-            return True
-    if gold.decimals is not None and (pred.decimals is None or pred.decimals > gold.decimals):
-        return _rounds_to(pred.value, gold)
-    return False
+    return rounding and _rounded(pred, gold)
 
 
-def values_match(pred, gold, tol: float) -> bool:
+def values_match(pred, gold, tol: float, rounding: bool = True) -> bool:
     if isinstance(pred, Num) and isinstance(gold, Num):
-        return numbers_match(pred, gold, tol)
+        return numbers_match(pred, gold, tol, rounding)
     if not (isinstance(pred, Seq) and isinstance(gold, Seq)) or len(pred.items) != len(gold.items):
         return False
     unordered = {pred.kind, gold.kind} <= {"set", "list"}
     if not unordered:
         if pred.kind != gold.kind:
             return False
-        return all(values_match(p, g, tol) for p, g in zip(pred.items, gold.items))
+        return all(values_match(p, g, tol, rounding) for p, g in zip(pred.items, gold.items))
     left = list(pred.items)
     for g in gold.items:
-        hit = next((i for i, p in enumerate(left) if values_match(p, g, tol)), None)
+        hit = next((i for i, p in enumerate(left) if values_match(p, g, tol, rounding)), None)
         if hit is None:
             return False
         left.pop(hit)
     return True
-
-
-def near_miss(pred, gold, window: float) -> float:
-    """Credit in [0, 0.5] for a scalar within ``window`` relative error of the gold value."""
-    if not (isinstance(pred, Num) and isinstance(gold, Num)) or isinstance(gold.value, float) or gold.value == 0:
-        return 0.0
-    if isinstance(pred.value, float):
-        return 0.0
-    rel = abs(pred.value - gold.value) / abs(gold.value)
-    return float(max(Fraction(0), 1 - rel / Fraction(window))) * 0.5
 
 
 class SymbolicPool:
@@ -184,6 +194,13 @@ class SymbolicPool:
         return self._read_line(proc, timeout, f"timeout after {timeout:g}s comparing {request['pred'][:60]!r} "
                                               f"with {request['gold'][:60]!r}")
 
+    def clear_caches(self) -> None:
+        """Forget every answer compared so far, here and in the idle workers (benchmarks time cold passes)."""
+        with self._cond:
+            self._cache.clear()
+            for proc in self._free:
+                self._ask(proc, {"clear": True, "pred": "", "gold": ""}, 30.0)
+
     def close(self) -> None:
         with self._cond:
             for proc in self._free:
@@ -225,27 +242,90 @@ def symbolic_equal(gold: str, pred: str, timeout: float = 5.0, numeric: bool = F
         return _compare_in_thread(gold, pred, timeout, numeric)
 
 
-def score_answer(pred: str, gold: str, tolerance: float | None = None, partial_credit=None, timeout: float = 5.0) -> float:
-    """1.0 if ``pred`` equals ``gold``; a near-miss credit when asked; else 0.0. Raises Unscorable on timeout."""
-    gold = str(gold).strip()
-    boxed = last_boxed(gold)
-    gold = boxed if boxed is not None else gold
-    tol = DEFAULT_TOLERANCE if tolerance is None else float(tolerance)
-    pv, gv = parse_value(pred), parse_value(gold)
-    if pv is not None and gv is not None:
-        if values_match(pv, gv, tol):
-            return 1.0
-        if partial_credit:
-            window = 0.1 if partial_credit is True else float(partial_credit)
-            return near_miss(pv, gv, window)
+def _no_dollars(s: str) -> str:
+    s = s.replace("\\$", " ").replace("$", " ")
+    return re.sub(r"\\q?quad\b", " ", s).strip()
+
+
+@lru_cache(maxsize=4096)
+def _gold(gold: str, decimal_comma: bool | None):
+    """One reading of a gold string per item and option, kept: (answer, numeric value, text key, latex)."""
+    answer = gold_answer(gold)
+    return answer, parse_value(answer, decimal_comma), same_text_key(answer), f"${_no_dollars(answer)}$"
+
+
+def _decisive(pv, gv) -> bool:
+    """True when the numeric reading alone settles a mismatch: both sides unambiguous numbers, or
+    tuples/sets/intervals of the same kind made of them. Anything else is asked of the symbolic checker."""
+    if isinstance(pv, Num) and isinstance(gv, Num):
+        return _plain(pv) and _plain(gv)
+    if isinstance(pv, Num) != isinstance(gv, Num):  # one number against two or more: never equal
+        seq = gv if isinstance(pv, Num) else pv
+        return len(seq.items) >= 2 and _plain(pv) and _plain(gv)
+    if pv.kind in _INTERVALS and gv.kind in _INTERVALS and pv.kind != gv.kind:
+        return _plain(pv) and _plain(gv) and all(isinstance(v, Num) and not isinstance(v.value, float)
+                                                 for v in pv.items + gv.items)  # [0, 1) is not (0, 1)
+    if not (isinstance(pv, Seq) and isinstance(gv, Seq) and pv.kind == gv.kind and _plain(pv) and _plain(gv)):
+        return False
+    return len(pv.items) == len(gv.items) or pv.kind == "set"  # a bare list may repeat an answer
+
+
+_INTERVALS = ("()", "[]", "[)", "(]")
+
+
+def _plain(v) -> bool:
+    return not v.ambiguous if isinstance(v, Num) else all(_plain(i) for i in v.items)
+
+
+def _near(pv, gv, window: float) -> bool:
+    """The tutorial's half credit: within ``window`` relative error, or one side the other rounded."""
+    if not (isinstance(pv, Num) and isinstance(gv, Num)) or isinstance(pv.value, float) or isinstance(gv.value, float):
+        return False
+    if gv.value != 0 and abs(pv.value - gv.value) / abs(gv.value) <= Fraction(window):
+        return True
+    return (_rounds_to(gv.value, Num(pv.value, pv.decimals or 0), 0)
+            or _rounds_to(pv.value, Num(gv.value, gv.decimals or 0), 0))
+
+
+def clear_caches() -> None:
+    """Forget every gold read and every comparison made so far (in this process and the symbolic workers)."""
+    _gold.cache_clear()
+    if _POOL is not None:
+        _POOL.clear_caches()
+
+
+def score_answer(pred: str, gold: str, tolerance: float | None = None, partial_credit=None, timeout: float = 5.0,
+                 decimal_comma: bool | None = None) -> float:
+    """1.0 if the answer ``pred`` equals the gold; 0.5 for a near miss with ``partial_credit``; else 0.0.
+
+    ``pred`` is an extracted answer (see ``extract_final_answer``); ``gold`` is read by ``gold_answer``.
+    Raises Unscorable when the symbolic check runs out of time.
+    """
+    answer, gv, gkey, glatex = _gold(str(gold).strip(), decimal_comma)
+    pred = str(pred).strip()
+    if not pred:
         return 0.0
-    if gv is not None and isinstance(gv, Num) and pv is None and not any(c.isdigit() for c in pred):
-        return 0.0  # a numeric gold and an answer without a single digit ("correct")
-    if symbolic_equal(gold, pred, timeout):
+    if same_text_key(pred) == gkey:
+        return 1.0
+    tol = DEFAULT_TOLERANCE if tolerance is None else float(tolerance)
+    half = partial_credit is not None and partial_credit is not False
+    window = 0.001 if partial_credit is True or not half else float(partial_credit)
+    pv = parse_value(pred, decimal_comma)
+    if pv is not None and gv is not None:
+        if values_match(pv, gv, tol, rounding=not half):
+            return 1.0
+        if _decisive(pv, gv):
+            return 0.5 if half and _near(pv, gv, window) else 0.0
+    if isinstance(gv, Num) and pv is None and not any(c.isdigit() or c == "\\" for c in pred):
+        if not re.search(r"[A-Za-z]", pred) or re.fullmatch(r"[A-Za-z ,.!'-]{4,}", pred):
+            return 0.0  # a numeric gold and an answer without a single digit ("correct")
+    if symbolic_equal(glatex, f"${_no_dollars(pred)}$", timeout):
         return 1.0
     # "1.732" for \sqrt{3}: a decimal with >= 2 places that is the symbolic gold rounded
-    if isinstance(pv, Num) and (pv.decimals or 0) >= 2 and gv is None:
-        value = symbolic_equal(gold, "", timeout, numeric=True)
+    if isinstance(pv, Num) and (pv.decimals or 0) >= 2 and gv is None and not isinstance(pv.value, float):
+        value = symbolic_equal(glatex, "", timeout, numeric=True)
         if value is not None and _rounds_to(Fraction(value), pv):
-            return 1.0
+            return 0.5 if half else 1.0
+    if half and pv is not None and gv is not None and _near(pv, gv, window):
+        return 0.5
     return 0.0

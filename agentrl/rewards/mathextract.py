@@ -1,10 +1,32 @@
 """Find the final answer in a model's response, and only the final answer.
 
-Order: the last ``\\boxed{...}``; else the last "final answer is / answer is / Answer:"; else the whole
-response when it is one short line of mathematics ("(x+1)^2", "[0, \\infty)"); else the last number of
-the last line that has one -- unless that line holds three or more numbers and no "=" (a model spraying
-candidates gets nothing; \\boxed{} or "Answer:" are always read). The prompt is cut out first, so echoing
-the question yields no answer, and only the tail of a huge response is read.
+    >>> extract_final_answer("so $x = 3$, and the answer is \\\\boxed{3} \\\\text{ or } \\\\boxed{-3}.")
+    '3, -3'
+    >>> extract_final_answer("The operating margin was 13.4% in 2023.")
+    '13.4%'
+
+The policy, in order (the first rule that finds something wins):
+
+1. ``\\boxed{}`` (or ``\\fbox{}``): the last box. Boxes just before it that are separated from it by
+   connectives (",", ";", "and", "or", ``\\quad``, ``\\text{...}``, math delimiters) and at most one other
+   word (a unit or label: "\\boxed{1} papers and \\boxed{2} bins") belong to the same answer, a set:
+   ``\\boxed{1}, \\boxed{2}`` is "1, 2". A box followed by more prose ("first \\boxed{3}, then corrected:
+   \\boxed{4}") is superseded by the later one. An answer marker written after the last box wins over it.
+2. An answer marker ("final answer is", "answer is", "Answer:"): the last one. What follows it up to the end
+   of the sentence: its first ``$...$`` if it has one, else the text when it is short, else its last number.
+3. Otherwise the later of the final math span (``$...$``, ``$$...$$``, ``\\(...\\)``, ``\\[...\\]``; a lone
+   letter is not an answer) and the last number written in prose. A response that is one short line of
+   mathematics is its own answer. In prose, a year after "in", "since", "by", ... is not the answer, and a
+   line of three or more numbers with no "=" is a list of candidates, which is no answer at all.
+
+``final_only=True`` keeps rules 1 and 2 only: a response without a box or a marker has no answer.
+
+Before reading: the prompt is cut out (echoing the question yields no answer), anything after a chat-template
+token (``<|im_start|>`` ...) is dropped, and only the tail of a huge response is read. Inline math broken
+across lines (``$ \\n 9 \\n $``) is not math. Digits inside a word ("AZYUK2A") are not a number.
+
+A gold answer (``gold_answer``) is read the same way: a gold with several boxes is a set of answers (the
+boxes grouped as in rule 1), a gold that is one math span is its content, and one that is plain text is itself.
 """
 
 from __future__ import annotations
@@ -16,18 +38,31 @@ MAX_ANSWER = 300
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*")
 _MARKER = re.compile(r"(?:final\s+answer|the\s+answer|answer)\s*(?:is|:|=|\*\*:?|:\*\*)\s*:?\s*", re.I)
+_CHAT_TOKEN = re.compile(r"<\|(?:im_start|im_end|endoftext|eot_id|end_of_text|start_header_id|user|assistant)\|>")
 _NUMBER = re.compile(
-    r"[-−]?\$?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*/\s*\d+)?"
+    r"(?<![A-Za-z0-9_.])[-−]?\\?\$?\d+(?:,\d{3})*(?:,\d{1,2}(?![\d,]))?(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*/\s*\d+)?"
     r"(?:\s*(?:\\?%|percent\b|thousand\b|million\b|billion\b|trillion\b|[kKMB]\b))?"
     r"|[-−]?\\d?frac\{[^{}]*\}\{[^{}]*\}"
 )
+_YEAR = re.compile(r"(?:\b(?:in|since|by|of|from|until|during|year|FY|Q[1-4])\s+)$", re.I)
+_SENTENCE_END = re.compile(r"\n|(?<=[.!?])\s+(?=[A-Z])")
 _LIST_RESIDUE = re.compile(r"^[\s,;/|and&\-–.\[\](){}]*$", re.I)
+_SPANS = re.compile(
+    r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\(([^\n]+?)\\\)|(?<![\\$])\$(?!\$)([^$\n]+?)(?<!\\)\$(?![\d$])", re.S)
+_BROKEN = re.compile(r"(?<![\\$])\$(?!\$)[^$]*\n[^$]*?(?<!\\)\$|\\\(.*?\\\)", re.S)
+_GAP_DROP = re.compile(r"\\text\s*\{[^{}]*\}|\\(?:quad|qquad|,|;|!|:)|\\[\[\]()]|\$|\b(?:and|or)\b|[\s,;.:&]")
+_LATEX_CMD = re.compile(r"\\[a-zA-Z]+")
+_WORD = re.compile(r"[a-zA-Z]{3,}")
+_WORDS2 = re.compile(r"(?<![A-Za-z\\_^{=])[a-zA-Z]{2,}(?![A-Za-z_^}=(])")  # "AB=4", "S_{ABC}": names, not words
+_ENV_OR_TEXT = re.compile(r"\\(?:begin|end)\s*\{\w+\*?\}|\\(?:text|textbf|mathrm|mbox|operatorname)\s*\{[^{}]*\}")
+_MATH_WORDS = {"sin", "cos", "tan", "log", "exp", "sqrt", "inf", "and", "infty", "frac", "cot", "sec", "csc", "or",
+               "pi", "ln", "lg", "dx", "dy", "dt", "oo"}
 
 
-def last_boxed(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` (balanced braces), or None."""
-    matches = list(_BOX.finditer(text))
-    for m in reversed(matches):
+def boxes(text: str) -> list[tuple[int, int, str]]:
+    """Every ``\\boxed{...}`` in order: (start, end, content); braces balanced."""
+    out = []
+    for m in _BOX.finditer(text):
         i = m.end()
         if i < len(text) and text[i] == "{":
             depth, j = 0, i
@@ -35,84 +70,168 @@ def last_boxed(text: str) -> str | None:
                 depth += text[j] == "{"
                 depth -= text[j] == "}"
                 if depth == 0:
-                    return text[i + 1 : j]
+                    out.append((m.start(), j + 1, text[i + 1 : j]))
+                    break
                 j += 1
         elif i < len(text):
             tok = re.match(r"[^\s$]+", text[i:])
             if tok:
-                return tok.group(0)
-    return None
+                out.append((m.start(), i + tok.end(), tok.group(0)))
+    return out
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last ``\\boxed{...}``, or None."""
+    found = boxes(text)
+    return found[-1][2] if found else None
+
+
+def _box_group(text: str) -> str | None:
+    found = boxes(text)
+    if not found:
+        return None
+    group = [found[-1]]
+    for prev in reversed(found[:-1]):
+        if len(re.findall(r"[A-Za-z]{2,}", _GAP_DROP.sub(" ", text[prev[1] : group[0][0]]))) > 1:
+            break  # prose between two boxes: the later one supersedes
+        group.insert(0, prev)
+    return ", ".join(b[2].strip() for b in group)
+
+
+def _span_text(m: re.Match) -> str:
+    return next(g for g in m.groups() if g is not None).strip()
 
 
 def _after_marker(text: str) -> str | None:
     found = list(_MARKER.finditer(text))
     if not found:
         return None
-    rest = text[found[-1].end() :].strip()
+    rest = text[found[-1].end() :].lstrip()
+    span = _SPANS.match(rest)
+    if span and _span_text(span):
+        return _span_text(span)
     line = rest.split("\n", 1)[0]
-    line = re.split(r"(?<!\d)\.(?:\s|$)|\.\s+(?=[A-Z])", line + " ", maxsplit=1)[0]
+    line = re.split(r"(?<![\d$])\.(?:\s|$)|\.\s+(?=[A-Z])", line + " ", maxsplit=1)[0]
     line = line.strip().strip("*_`").strip().rstrip(".").strip()
-    if len(line) > 80:  # a marker followed by more prose: take that prose's last number
-        return _last_number(line)
-    return line or None
+    if not line:
+        return None
+    first = _NUMBER.match(line)
+    found = _whole_line(line) or (first and first.group(0)) or _final_span_or_number(line)  # "the volume of $ABCD$ is 120": what the sentence ends on
+    if found is not None:
+        return found
+    return line if len(line) <= 40 and not re.search(r"\d", line) else None
 
 
-def _last_number(text: str) -> str | None:
-    for line in reversed(text.strip().splitlines()):
-        nums = list(_NUMBER.finditer(line))
+def _numbers(line: str) -> list[re.Match]:
+    return [m for m in _NUMBER.finditer(line) if not (_is_year(m) and _YEAR.search(line[: m.start()]))]
+
+
+def _is_year(m: re.Match) -> bool:
+    return re.fullmatch(r"(1[5-9]|20)\d\d", m.group(0)) is not None
+
+
+def _sentences(text: str) -> list[tuple[int, str]]:
+    """(offset, sentence) for each line or sentence ("... 91. So there ..." is two)."""
+    out, start = [], 0
+    for m in _SENTENCE_END.finditer(text):
+        out.append((start, text[start : m.start()]))
+        start = m.end()
+    out.append((start, text[start:]))
+    return out
+
+
+def _last_number(text: str, with_pos: bool = False):
+    for offset, line in reversed(_sentences(text)):
+        nums = _numbers(line)
         if not nums:
             continue
         residue = _NUMBER.sub("", line)
         if len(nums) >= 3 and (_LIST_RESIDUE.match(residue) or "=" not in residue):
             return None  # several numbers and no "= result": a list of candidates is not an answer
-        return nums[-1].group(0)
+        return (nums[-1].group(0), offset + nums[-1].start()) if with_pos else nums[-1].group(0)
     return None
-
-
-_LATEX_CMD = re.compile(r"\\[a-zA-Z]+")
-_WORD = re.compile(r"[a-zA-Z]{3,}")
-_MATH_WORDS = {"sin", "cos", "tan", "log", "exp", "sqrt", "inf", "and", "infty", "frac", "cot", "sec", "csc"}
 
 
 def _whole_line(text: str) -> str | None:
     """A short one-line response that is itself the answer: "(x+1)^2", "1 234 567", "[0, \\infty)"."""
     from agentrl.rewards.mathnorm import parse_value
 
-    line = text.strip()
+    line = text.strip().rstrip(".").strip()
     if not line or "\n" in line or len(line) > 100 or not any(c.isalnum() for c in line):
         return None
     if parse_value(line) is not None:
         return line
-    if "=" in line:  # "3 + 4 = 7": the result is what the last "=" gives
-        line = line.rsplit("=", 1)[1].strip()
+    lhs = line.rsplit("=", 1)[0]
+    if "=" in line and not re.search(r"[A-Za-z\\]", lhs) and re.search(r"\d\s*[-+*/×]", lhs):
+        line = line.rsplit("=", 1)[1].strip()  # "3 + 4 = 7": the result is what the last "=" gives
         if not line:
             return None
-    words = [w for w in _WORD.findall(_LATEX_CMD.sub(" ", line)) if w.lower() not in _MATH_WORDS]
+    bare = _ENV_OR_TEXT.sub(" ", line)  # \begin{pmatrix}, \text{Evelyn}: not prose
+    words = [w for w in _WORDS2.findall(_LATEX_CMD.sub(" ", bare)) if w.lower() not in _MATH_WORDS]
     nums = _NUMBER.findall(line)
     if words or (len(nums) >= 3 and _LIST_RESIDUE.match(_NUMBER.sub("", line))):
         return None
+    if re.search(r"[A-Za-z]\d|\d[A-Za-z]{2,}", line) and not _LATEX_CMD.search(line):
+        return None  # "AZYUK2A": a word with a digit in it
     return line
 
 
-def extract_final_answer(text: str | None, prompt: str = "") -> str | None:
-    """The final answer in ``text``, or None if there is none."""
-    if not text:
-        return None
+def _final_span_or_number(text: str) -> str | None:
+    spans = [m for m in _SPANS.finditer(text) if not re.fullmatch(r"\\?[A-Za-z]", _span_text(m))]
+    prose = _SPANS.sub(lambda m: " " * len(m.group(0)), text)
+    prose = _BROKEN.sub(lambda m: " " * len(m.group(0)), prose)  # inline math broken across lines
+    number = _last_number(prose, with_pos=True)
+    if spans and (number is None or spans[-1].start() > number[1]):
+        return _span_text(spans[-1]) or None
+    if number is None and re.search(r"\$|\\\(", text):
+        return None  # math was written, but none that parses as a span (e.g. broken across lines)
+    return number[0] if number else None
+
+
+def prepare(text: str, prompt: str = "") -> str:
     text = str(text)
     prompt = str(prompt or "").strip()
     if len(text) > 4 * TAIL:
         text = text[-TAIL:]
     if len(prompt) >= 10:
         text = text.replace(prompt, "\n")
-    text = text[-TAIL:]
-    answer = last_boxed(text)
-    if answer is None:
+    cut = _CHAT_TOKEN.search(text)
+    if cut and text[: cut.start()].strip():
+        text = text[: cut.start()]
+    text = re.sub(r"\\\\(?=(?:boxed|frac|dfrac|left|right|le|ge|leq|geq|sqrt|text|pi|infty|cdot)\b)", r"\\", text)
+    return text[-TAIL:]
+
+
+def extract_final_answer(text: str | None, prompt: str = "", final_only: bool = False) -> str | None:
+    """The final answer in ``text``, or None if there is none."""
+    if not text:
+        return None
+    text = prepare(text, prompt)
+    found, marker = boxes(text), list(_MARKER.finditer(text))
+    answer = None
+    if found and not (marker and marker[-1].start() > found[-1][1]):
+        answer = _box_group(text)
+    if answer is None:  # no box, or an answer marker after the last box
         answer = _after_marker(text)
-    if answer is None:
+    if answer is None and not final_only:
         answer = _whole_line(text)
-    if answer is None:
-        answer = _last_number(text)
+        if answer is None:
+            answer = _final_span_or_number(text)
     if answer is None:
         return None
     answer = answer.strip()
     return answer[:MAX_ANSWER] if answer else None
+
+
+def gold_answer(gold: str) -> str:
+    """The answer a gold string states: all its boxes as a set, its one math span, or the text itself."""
+    text = prepare(gold)
+    group = _box_group(text)
+    if group is not None:
+        return group
+    whole = _SPANS.fullmatch(text.strip().rstrip(".").strip())
+    if whole:
+        return _span_text(whole)
+    if "$" in text or "\\(" in text or "\\[" in text or _MARKER.search(text) or "\n" in text.strip():
+        return extract_final_answer(text) or text.strip()
+    return text.strip()

@@ -4,6 +4,12 @@
 ``"7%"`` gives a ``Num`` that also remembers its un-scaled reading (7) so "7%" matches both 0.07 and 7.
 Intervals, tuples and sets give ``Seq``. Anything else (``\\sqrt{2}``, ``x^2+1``) gives ``None`` and is
 left to the symbolic checker. Nothing here can hang: exponents are capped and strings are length-capped.
+
+Thousands: ``1,234``, ``1 234``, ``10{,}000`` and the MATH dataset's ``10,\\!000`` are 1234 / 10000. A comma
+followed by one, two or four or more digits (``2,74``) or after a lone zero (``0,111``) is a decimal comma;
+such a reading is marked ``ambiguous`` (it could be a list), so a mismatch there is left to the symbolic
+checker. ``decimal_comma=True`` reads every comma between digits as a decimal point (``1.234,5`` = 1234.5),
+``False`` never does. Numbers in words ("forty-two", "three million") are read by ``mathwords``.
 """
 
 from __future__ import annotations
@@ -11,6 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+
+from agentrl.rewards.mathwords import words_value
 
 MAX_LEN = 300  # longer answers are not parsed numerically
 MAX_EXP = 400  # 10**400 is fine; 10**(10**9) would hang
@@ -20,7 +28,14 @@ _CURRENCY = re.compile(r"(?:\\\$|\$|€|£|¥|₹|\b(?:usd|us dollars?|dollars?|
 _LATEX_DROP = re.compile(r"\\left|\\right|\\[,;:! ]|\\quad|\\qquad|\\displaystyle|~")
 _TEXT = re.compile(r"\\(?:text|textbf|mathrm|mathbf|textit|operatorname|mbox)\s*\{([^{}]*)\}")
 _DEGREE = re.compile(r"\^\s*\{?\\circ\}?|°|\\degree")
-_ASSIGN = re.compile(r"^[a-zA-Z](?:_\{?\w+\}?)?\s*(?:=|\\approx|≈|\\in|∈)\s*(.+)$", re.S)
+_NAME = r"[a-zA-Z](?:_\{?\w+\}?)?"
+_ASSIGN = re.compile(rf"^(?:{_NAME}|\(\s*{_NAME}(?:\s*,\s*{_NAME})+\s*\))\s*(?:=|\\approx|≈|\\in|∈)\s*(.+)$", re.S)
+_PERCENT = re.compile(r"\s*(?:%|percent|percentage|pct)$")
+_THIN_COMMA = re.compile(r"(?<=\d),\s*\\!\s*(?=\d)|\{,\}")
+_APPROX = re.compile(r"\\approx|≈|\\simeq")
+_CHAIN_EQ = re.compile(r"(?<![<>!=\\])=(?!=)")
+_DEC_COMMA = re.compile(r"^([-+]?\d+),(\d{1,2}|\d{4,})$|^([-+]?0),(\d+)$")
+_EURO = re.compile(r"^[-+]?\d{1,3}(?:[. ]\d{3})*,\d+$|^[-+]?\d+,\d+$")
 _PLAIN = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)$")
 _THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 _SPACED = re.compile(r"^[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
@@ -31,7 +46,25 @@ _FRAC = re.compile(r"^([-+]?)\\frac\s*(?:\{([^{}]+)\}|(\d))\s*(?:\{([^{}]+)\}|(\
 _MIXED = re.compile(r"^(\d+)\s*(?:\s(\d+)\s*/\s*(\d+)|\\frac\s*\{(\d+)\}\s*\{(\d+)\})$")
 _MAGWORD = re.compile(r"^(.*?\d)\s*(thousand|million|billion|trillion|mn|bn)$", re.I)
 _MAGLETTER = re.compile(r"^(.*?\d)([kKmMbBtT])$")
-_UNIT = re.compile(r"^(.*?\d)\s+([a-zA-Z][a-zA-Z/^0-9. ]{0,30})$")
+_UNIT = re.compile(r"^(.*?[\d}])\s+([a-zA-Z][a-zA-Z/^0-9. ]{0,30})$")
+def _unit_table() -> dict:
+    table = {}
+    for dim, base, units in (
+        ("length", 1, {"mm": "1/1000", "cm": "1/100", "m": 1, "km": 1000, "meter": 1, "metre": 1, "kilometer": 1000,
+                       "centimeter": "1/100", "millimeter": "1/1000"}),
+        ("mass", 1, {"mg": "1/1000", "g": 1, "kg": 1000, "gram": 1, "kilogram": 1000, "milligram": "1/1000"}),
+        ("time", 1, {"s": 1, "sec": 1, "second": 1, "min": 60, "minute": 60, "h": 3600, "hr": 3600, "hour": 3600,
+                     "day": 86400, "week": 604800}),
+        ("volume", 1, {"ml": "1/1000", "l": 1, "L": 1, "liter": 1, "litre": 1, "milliliter": "1/1000"}),
+    ):
+        for name, factor in units.items():
+            table[name] = (dim, Fraction(factor) * base)
+            if len(name) > 3:
+                table[name + "s"] = table[name]  # plurals of the written-out names
+    return table
+
+
+_UNITS = _unit_table()
 _NOT_UNITS = {"x", "y", "z", "n", "a", "b", "c", "i", "j", "or", "and", "pi", "e"}
 _INF = {"\\infty": float("inf"), "∞": float("inf"), "inf": float("inf"), "infinity": float("inf"), "oo": float("inf")}
 
@@ -43,6 +76,8 @@ class Num:
     value: Fraction | float
     decimals: int | None = None  # digits after the point when written as a decimal
     alt: Fraction | float | None = None
+    ambiguous: bool = False  # read through a convention the writer may not have meant (a decimal comma)
+    base: tuple | None = None  # (dimension, value in its base unit) when a known unit was written: 1.5 km = 1500 m
 
 
 @dataclass(frozen=True)
@@ -56,6 +91,7 @@ class Seq:
 def clean(text: str) -> str:
     """Strip LaTeX decoration, currency and a leading ``x =`` so only the answer is left."""
     s = str(text).strip()
+    s = _THIN_COMMA.sub(",", s)
     s = _TEXT.sub(r"\1", s)
     s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac").replace("\\%", "%").replace("{,}", ",")
     s = s.replace("−", "-").replace("\\cdot", "*").replace("\\times", "*").replace("×", "*")
@@ -65,9 +101,12 @@ def clean(text: str) -> str:
     s = _CURRENCY.sub(" ", s)
     s = s.replace("$", " ").replace("**", "^") if "**" in s and "*10**" not in s.replace(" ", "") else s.replace("$", " ")
     s = re.sub(r"\s+", " ", s).strip().rstrip(".").strip()
-    m = _ASSIGN.match(s)
+    m = _ASSIGN.match(s) if s.count("=") < 2 or not re.search(r"[,;]|\bor\b|\band\b", s) else None  # not "a = 1, b = 2"
     if m:
         s = m.group(1).strip()
+        s = _APPROX.split(s, 1)[0].strip() or s  # x = 1/3 \approx 0.33: the exact value is the answer
+        if _CHAIN_EQ.search(s):  # x = 5 + 5 + 1 = 11: the value is what the last "=" gives
+            s = _CHAIN_EQ.split(s)[-1].strip()
     while len(s) >= 2 and s[0] == "{" and s[-1] == "}" and _balanced(s[1:-1]) and "," not in s:
         s = s[1:-1].strip()
     return s
@@ -95,33 +134,45 @@ def _decimals(s: str) -> int | None:
     return len(s.split(".", 1)[1]) if "." in s else None
 
 
-def parse_scalar(s: str) -> Num | None:
+def parse_scalar(s: str, decimal_comma: bool | None = None) -> Num | None:
     """A single number, or ``None`` if ``s`` is not plainly numeric."""
     s = s.strip()
     if not s or len(s) > MAX_LEN:
         return None
     low = s.lower()
-    if low.endswith("%") or low.endswith("percent"):
-        inner = parse_scalar(s[: -1 if low.endswith("%") else -7])
+    pct = _PERCENT.search(low)
+    if pct:
+        inner = parse_scalar(s[: pct.start()], decimal_comma)
         if inner is None or isinstance(inner.value, float):
             return None
-        return Num(inner.value / 100, None, inner.value)
+        return Num(inner.value / 100, None, inner.value, inner.ambiguous)
     sign = -1 if low.startswith("-") else 1
     if low.lstrip("+-") in _INF:
         return Num(sign * _INF[low.lstrip("+-")])
     for pattern, letter in ((_MAGWORD, False), (_MAGLETTER, True)):
         m = pattern.match(s)
         if m and (not letter or m.group(2) in "KMBTk" or m.group(2) == "m" and "$" in s):
-            base = parse_scalar(m.group(1))
+            base = parse_scalar(m.group(1), decimal_comma)
             if base is not None and not isinstance(base.value, float):
-                return Num(base.value * _pow10(str(_MAG[m.group(2).lower()])))
-    return _parse_plain(s)
+                return Num(base.value * _pow10(str(_MAG[m.group(2).lower()])), None, None, base.ambiguous)
+    words = words_value(s) if s[0].isalpha() else None
+    if words is not None:
+        return Num(words)
+    return _parse_plain(s, decimal_comma)
 
 
-def _parse_plain(s: str) -> Num | None:
+def _parse_plain(s: str, decimal_comma: bool | None = None) -> Num | None:
+    if decimal_comma and _EURO.match(s):
+        t = s.replace(".", "").replace(" ", "").replace(",", ".")
+        return Num(Fraction(t), _decimals(t))
+    if decimal_comma is None:
+        m = _DEC_COMMA.match(s)
+        if m:
+            t = f"{m.group(1) or m.group(3)}.{m.group(2) or m.group(4)}"
+            return Num(Fraction(t), _decimals(t), None, True)
     if _PLAIN.match(s):
         return Num(Fraction(s), _decimals(s))
-    if _THOUSANDS.match(s) or _SPACED.match(s):
+    if (_THOUSANDS.match(s) and not decimal_comma) or _SPACED.match(s):
         t = s.replace(",", "").replace(" ", "")
         return Num(Fraction(t), _decimals(t))
     m = _SCI.match(s)
@@ -135,7 +186,7 @@ def _parse_plain(s: str) -> Num | None:
         return Num(Fraction(m.group(1)) / Fraction(m.group(2)))
     m = _FRAC.match(s)
     if m:
-        num, den = parse_scalar(m.group(2) or m.group(3)), parse_scalar(m.group(4) or m.group(5))
+        num, den = parse_scalar(m.group(2) or m.group(3), False), parse_scalar(m.group(4) or m.group(5), False)
         if num and den and not isinstance(num.value, float) and not isinstance(den.value, float) and den.value != 0:
             return Num((-1 if m.group(1) == "-" else 1) * num.value / den.value)
         return None
@@ -145,9 +196,13 @@ def _parse_plain(s: str) -> Num | None:
         return Num(int(m.group(1)) + Fraction(a, b)) if b else None
     m = _UNIT.match(s)
     if m and m.group(2).split()[0].lower() not in _NOT_UNITS:
-        return parse_scalar(m.group(1))
+        num = parse_scalar(m.group(1), decimal_comma)
+        unit = _UNITS.get(m.group(2).strip().rstrip(".")) or _UNITS.get(m.group(2).strip().rstrip(".").lower())
+        if num is None or unit is None or isinstance(num.value, float):
+            return num
+        return Num(num.value, num.decimals, num.alt, num.ambiguous, (unit[0], num.value * unit[1]))
     if len(s) >= 2 and s[0] == "(" and s[-1] == ")" and _balanced(s[1:-1]) and "," not in s:
-        return parse_scalar(s[1:-1])
+        return parse_scalar(s[1:-1], decimal_comma)
     return None
 
 
@@ -168,13 +223,13 @@ def split_top(s: str, seps: str = ",;") -> list[str]:
     return [p.strip() for p in parts]
 
 
-def parse_value(text: str) -> Num | Seq | None:
+def parse_value(text: str, decimal_comma: bool | None = None) -> Num | Seq | None:
     """A ``Num``, a ``Seq`` of values, or ``None`` when the answer needs the symbolic checker."""
     s = clean(text)
     if not s or len(s) > MAX_LEN:
         return None
     try:
-        num = parse_scalar(s)
+        num = parse_scalar(s, decimal_comma)
     except (OverflowError, ValueError, ZeroDivisionError):
         return None
     if num is not None:
@@ -190,7 +245,7 @@ def parse_value(text: str) -> Num | Seq | None:
         return None  # the separator was inside brackets: not a list
     items = []
     for part in parts:
-        v = parse_value(part)
+        v = parse_value(part, False if decimal_comma is None else decimal_comma)
         if v is None:
             return None
         items.append(v)
@@ -203,3 +258,15 @@ def _brackets(s: str) -> tuple[str | None, str]:
     if len(s) >= 2 and s[0] in "([{" and s[-1] in ")]}" and _balanced(s[1:-1]):
         return ("set" if s[0] == "{" else s[0] + s[-1]), s[1:-1]
     return None, s
+
+
+_KEY_DROP = re.compile(r"\\(?:left|right|displaystyle|[,;:! ]|quad|qquad)|\$|\s+|~")
+_KEY_TEXT = re.compile(r"\\(?:text|textbf|mathrm|mathbf|textit|operatorname|mbox)\s*\{([^{}]*)\}")
+
+
+def same_text_key(text: str) -> str:
+    """A key under which two answers written the same way (up to spacing, ``$``, ``\\text{}``, ``\\left``,
+    ``\\dfrac``, a final period, and the case of a word answer) are equal: "$\\text{Even}$" and "even"."""
+    s = _KEY_TEXT.sub(r"\1", str(text)).replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
+    s = _KEY_DROP.sub("", s).rstrip(".")
+    return s.lower() if s.isalpha() and len(s) > 1 else s

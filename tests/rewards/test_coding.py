@@ -91,3 +91,30 @@ def test_sandbox_failure_is_unscorable(monkeypatch):
     monkeypatch.setattr(sandbox, "get_sandbox", lambda: Broken())
     result = RewardSet(["coding"]).score(sample(GOOD), item("q", tests=TESTS))
     assert result.score is None and result.unscorable == "coding: sandbox failed: weak_isolation"
+
+
+def test_a_worker_that_dies_mid_test_makes_correct_code_unscorable_not_zero():
+    """Real, not mocked: the worker running the tests is killed from outside; correct code must not score 0."""
+    import os
+    import signal
+    import threading
+    import time
+
+    sb = sandbox_or_skip()
+    slow = "```python\nimport time\ntime.sleep(3)\n\ndef add(a, b):\n    return a + b\n```"
+    tests = [{"type": "assert", "code": "assert add(2, 3) == 5"}]
+    out = {}
+    t = threading.Thread(target=lambda: out.update(r=RewardSet(["coding"]).score(sample(slow), item("q", tests=tests))))
+    t.start()
+    pool = sb._pool("code")
+    deadline = time.monotonic() + 30
+    while pool.idle.qsize() == len(pool.workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    for w in pool.workers:
+        if w.alive():
+            os.kill(w.proc.pid, signal.SIGKILL)
+    t.join()
+    assert out["r"].score is None and out["r"].unscorable.startswith("coding: sandbox failed"), out["r"]
+    assert RewardSet(["coding"]).score(sample(GOOD.replace("```python", "```python\n")),
+                                       item("q", tests=tests)).score == 1.0  # a new worker took over

@@ -22,7 +22,7 @@ EXTRACTION = [
     ("first \\boxed{3}, then corrected: \\boxed{4}", "4"),
     ("\\boxed{\\{1, 2\\}}", "\\{1, 2\\}"),
     ("The answer is 42.", "42"),
-    ("The final answer is $\\frac{3}{4}$.", "$\\frac{3}{4}$"),
+    ("The final answer is $\\frac{3}{4}$.", "\\frac{3}{4}"),
     ("**Answer:** 12", "12"),
     ("Answer: $842M", "$842M"),
     ("3 + 4 = 7", "7"),
@@ -92,6 +92,10 @@ ADVERSARIAL = [
     ("7" * 1_000_000, "42"),
     ("x " * 500_000 + " answer is 41", "42"),
     ("The answer is \\boxed{41}. (Some say 42.)", "42"),
+    ("\\boxed{41}, \\boxed{42}, \\boxed{43}", "42"),  # boxes side by side are one answer, a set
+    ("$41, 42, 43$", "42"),
+    ("\\text{42 or 43}", "42"),
+    ("The answer is 42 or 43.", "42"),
 ]
 
 
@@ -119,11 +123,22 @@ def test_tolerance_from_metadata(math_reward):
     assert math_reward(sample("Answer: 103"), item("q", **row)) == 0.0
 
 
-def test_partial_credit_for_near_misses(math_reward):
-    close = math_reward(sample("Answer: 104"), item("q", expected_answer="100", partial_credit=0.1))
-    far = math_reward(sample("Answer: 150"), item("q", expected_answer="100", partial_credit=0.1))
-    assert 0 < close < 0.5 and far == 0.0
-    assert math_reward(sample("Answer: 104"), item("q", expected_answer="100")) == 0.0
+PARTIAL = [  # the tutorial's rule: 1 up to format, 0.5 within a tenth of a percent or a rounding error, else 0
+    ("Answer: $1,000,000", "1000000", True, 1.0),
+    ("Answer: 1000.9", "1000", True, 0.5),       # 0.09% off
+    ("Answer: 1002", "1000", True, 0.0),         # 0.2% off
+    ("Answer: 3.14", "3.14159", True, 0.5),      # rounded: half credit here, full credit without the option
+    ("Answer: 3.14", "3.14159", None, 1.0),
+    ("Answer: 104", "103.6", True, 0.5),         # rounded to a whole number
+    ("Answer: 104", "100", 0.05, 0.5),           # a wider window, given as a number
+    ("Answer: 150", "100", 0.05, 0.0),
+    ("Answer: 104", "100", None, 0.0),
+]
+
+
+@pytest.mark.parametrize("response, gold, partial, expected", PARTIAL)
+def test_partial_credit_as_the_tutorial_defines_it(math_reward, response, gold, partial, expected):
+    assert math_reward(sample(response), item("q", expected_answer=gold, partial_credit=partial)) == expected
 
 
 def test_symbolic_timeout_is_unscorable_off_the_main_thread():
@@ -156,7 +171,7 @@ def test_symbolic_timeout_is_unscorable_off_the_main_thread():
 def test_rewardset_reports_math_timeout_as_unscorable(monkeypatch):
     import agentrl.rewards.mathcheck as mc
 
-    def stuck(gold, pred, timeout=5.0):
+    def stuck(gold, pred, timeout=5.0, numeric=False):
         raise Unscorable(f"timeout after {timeout:g}s comparing {pred!r} with {gold!r}")
 
     monkeypatch.setattr(mc, "symbolic_equal", stuck)

@@ -29,6 +29,29 @@ def sb(request):
         os.environ["AGENTRL_SANDBOX_FORKSERVER"] = before
 
 
+def children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in open(f"/proc/{pid}/task/{pid}/children").read().split()]
+    except OSError:
+        return []
+
+
+def _uid(pid: int) -> int | None:
+    try:
+        return int(next(x for x in open(f"/proc/{pid}/status") if x.startswith("Uid:")).split()[1])
+    except (OSError, StopIteration):
+        return None
+
+
+def templates_of_zygote(zygote: int) -> list[int]:
+    """A zygote's templates: the children of its template factory (its child that runs as root), or any
+    child of its own that runs under a slot uid (where templates are forked by the zygote itself)."""
+    out = []
+    for c in children(zygote):
+        out += children(c) if _uid(c) == 0 else [c]
+    return out
+
+
 def assert_still_works(box: Sandbox) -> None:
     """After any attack the host and the workers keep serving normal calls."""
     assert box.run_grader(NORMAL_GRADER, "normal.py", {"final_answer": "4"}, {"answer": "4"}) == 1.0

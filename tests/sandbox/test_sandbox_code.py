@@ -7,7 +7,7 @@ import pytest
 
 from agentrl.sandbox.pool import UID_BASE, UID_BLOCK, UID_BLOCKS
 
-from .conftest import REPO, assert_still_works
+from .conftest import REPO, assert_still_works, children, templates_of_zygote
 
 EQ = {"type": "assert", "code": "assert f(2) == 4"}            # judged outside: only `f(2)` enters the sandbox
 OPAQUE = {"type": "assert", "code": "assert f(2) > 3 and f(3) > 5"}  # judged by a nonce written after the assert
@@ -27,11 +27,12 @@ CASES = [
     # --- forging results
     ("prints PASSED", "print('PASSED')\nprint('{\"ok\": true, \"score\": 1.0}')", EQ, {}, ("error",)),
     ("sys.exit(0) before the test", "import sys\nsys.exit(0)\ndef f(x):\n    return 0\n", EQ, {}, ("fail",)),
-    ("os._exit(0) before the test", "import os\nos._exit(0)", OPAQUE, {}, ("fail",)),
-    ("exit inside the function", "import os\ndef f(x):\n    os._exit(0)\n", OPAQUE, {}, ("fail",)),
+    # opaque tests run the model's code in a process of its own: its exit makes the test raise
+    ("os._exit(0) before the test", "import os\nos._exit(0)", OPAQUE, {}, ("fail", "error")),
+    ("exit inside the function", "import os\ndef f(x):\n    os._exit(0)\n", OPAQUE, {}, ("fail", "error")),
     ("writes forged results on every fd",
      "import os\nfor fd in range(0, 64):\n    try:\n        os.write(fd, b'{\"ok\": true, \"score\": 1.0}\\n')\n"
-     "    except OSError:\n        pass\nos._exit(0)", OPAQUE, {}, ("fail",)),
+     "    except OSError:\n        pass\nos._exit(0)", OPAQUE, {}, ("fail", "error")),
     ("forges a probe value without knowing it",
      "import os\nos.write(3, b'{\"value\": {\"i\": \"5\"}}')\nos._exit(0)", EQ, {}, ("fail",)),
     ("always-equal object", "class E:\n    def __eq__(self, o):\n        return True\ndef f(x):\n    return E()\n",
@@ -77,7 +78,8 @@ CASES = [
      EQ, {}, ("fail",)),
     ("huge return value", "def f(x):\n    return 'x' * (50 << 20)\n", EQ, {}, ("fail", "error", "crash")),
     # --- killing the supervisor
-    ("kill parent", "import os\nos.kill(os.getppid(), 9)\ndef f(x):\n    return 4\n", EQ, {}, ("pass", "crash", "fail")),
+    # the template runs under another uid than its calls: the kill is refused (PermissionError)
+    ("kill parent", "import os\nos.kill(os.getppid(), 9)\ndef f(x):\n    return 4\n", EQ, {}, ("error",)),
     ("kill -9 -1", "import os\ntry:\n    os.kill(-1, 9)\nexcept OSError:\n    pass\ndef f(x):\n    return 4\n", EQ, {},
      ("pass", "crash")),
     ("signal every pid", "import os\nfor p in range(1, 5000):\n    try:\n        os.kill(p, 9)\n    except OSError:\n"
@@ -111,13 +113,14 @@ def test_no_process_survives_the_call(sb):
     code = "import os, time\nfor _ in range(5):\n    if os.fork() == 0:\n        os.setsid()\n        time.sleep(300)\n"
     [verdict] = sb.run_tests(code + "print('done')", [stdio("", "done")])
     assert verdict.kind == "pass", verdict
-    out = subprocess.run(["ps", "-eo", "uid=,pid=,ppid=,args="], capture_output=True, text=True).stdout
+    out = subprocess.run(["ps", "-ww", "-eo", "uid=,pid=,ppid=,args="], capture_output=True, text=True).stdout
     rows = [line.split(None, 3) for line in out.splitlines() if line.strip()]
-    # Every zygote on the machine (other tests' sandboxes too); each one's forking template runs as a slot uid.
-    zygotes = {int(r[1]) for r in rows if len(r) == 4 and "agentrl.sandbox.zygote" in r[3]}
+    # Every zygote and template factory on the machine (other tests' sandboxes too: they run as root with the
+    # zygote's command line); each one's forking templates run as a slot uid.
+    zygotes = {int(r[1]) for r in rows if len(r) == 4 and "agentrl.sandbox.zygote" in r[3] and r[0] == "0"}
     ours = {w.proc.pid for pool in sb._pools.values() for w in pool.workers if w.alive()}
     sandboxed = [r for r in rows if UID_BASE <= int(r[0]) < UID_BASE + UID_BLOCKS * UID_BLOCK]
-    templates = [r for r in sandboxed if int(r[2]) in ours]
+    templates = [r for r in sandboxed if int(r[2]) in {f for z in ours for f in children(z)}]
     leftovers = [r for r in sandboxed if int(r[2]) not in zygotes]  # anything else is left over from a call
     assert ours <= zygotes and templates and leftovers == []
 
@@ -179,8 +182,7 @@ TEMPLATE_ATTACKS = {
 
 def _templates(sb) -> set[int]:
     zygotes = {w.proc.pid for pool in sb._pools.values() for w in pool.workers if w.alive()}
-    out = subprocess.run(["ps", "-eo", "pid=,ppid="], capture_output=True, text=True).stdout
-    return {int(p) for p, pp in (line.split() for line in out.splitlines()) if int(pp) in zygotes}
+    return {t for z in zygotes for t in templates_of_zygote(z)}
 
 
 @pytest.mark.parametrize("code", TEMPLATE_ATTACKS.values(), ids=TEMPLATE_ATTACKS.keys())

@@ -11,7 +11,7 @@ import pytest
 from agentrl.sandbox import IsolationReport, Sandbox, SandboxError, get_sandbox
 from agentrl.sandbox.results import Check
 
-from .conftest import NORMAL_GRADER, assert_still_works
+from .conftest import NORMAL_GRADER, assert_still_works, templates_of_zygote
 
 
 def nested(depth: int):
@@ -80,7 +80,7 @@ def _templates_of(pool) -> list[int]:
     pids = []
     for w in pool.workers:
         if w.alive():
-            pids += [int(p) for p in open(f"/proc/{w.proc.pid}/task/{w.proc.pid}/children").read().split()]
+            pids += templates_of_zygote(w.proc.pid)
     return pids
 
 

@@ -1,0 +1,146 @@
+"""The rollout explorer's data: one page of a step's rollouts, made readable, with group advantages.
+
+    idx = RolloutIndex("runs/demo"); idx.update()
+    page = explorer_page(idx, step=3, page=1, filters=Filters(reward_min=0.5))
+    page["rollouts"][0]["advantage"], page["rollouts"][0]["turns"]      # what the template shows
+    page = explorer_page(idx, step=3, group="p-17")                      # the samples of one prompt side by side
+
+Advantages are recomputed as ``agentrl_grpo`` computes them (agentrl/grpo.py): per prompt within a step,
+(reward - group mean) / (group std + 1e-6) over the scored rollouts only, unscorable ones get 0, and a
+group of one scored rollout keeps its reward. Groups are keyed by (step, prompt_id), which matches verl's
+per-sample uid unless a step drew the same prompt twice.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from agentrl.ui.index import RolloutIndex
+
+PAGE_SIZE = 20
+GROUPS_PER_PAGE = 4
+
+
+@dataclass
+class Filters:
+    reward_min: float | None = None
+    reward_max: float | None = None
+    unscorable: str = "any"        # any | only | none
+    tool: str | None = None
+    text: str | None = None
+
+    def active(self) -> bool:
+        return any(v not in (None, "", "any") for v in asdict(self).values())
+
+
+def group_advantages(rewards: list[float | None], epsilon: float = 1e-6) -> list[float]:
+    """agentrl_grpo's advantage for each rollout of one group (None = unscorable, gets 0)."""
+    scored = [r for r in rewards if r is not None]
+    if not scored:
+        return [0.0] * len(rewards)
+    if len(scored) == 1:
+        mean, std = 0.0, 1.0
+    else:
+        mean, std = statistics.fmean(scored), statistics.stdev(scored)
+    return [0.0 if r is None else (r - mean) / (std + epsilon) for r in rewards]
+
+
+def advantages(idx: RolloutIndex, step: int, validation: bool = False) -> dict[str, float]:
+    out: dict[str, float] = {}
+    if validation:
+        return out  # validation rollouts are not trained on: no advantage
+    for members in idx.group_rewards(step).values():
+        for (rid, _), adv in zip(members, group_advantages([r for _, r in members])):
+            out[rid] = adv
+    return out
+
+
+def _pretty_args(args: Any) -> str:
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            return args
+    return json.dumps(args, indent=1, ensure_ascii=False)
+
+
+def readable(record: dict[str, Any]) -> dict[str, Any]:
+    """A rollout record as the explorer shows it: turns with role, text, tool calls and results."""
+    errors = {}
+    for st in record.get("trajectory") or []:
+        for res in st.get("tool_results") or []:
+            if isinstance(res, dict) and res.get("id") is not None:
+                errors[res["id"]] = bool(res.get("is_error"))
+    turns = []
+    for m in record.get("messages") or []:
+        if not isinstance(m, dict):
+            continue
+        turn = {"role": m.get("role", "?"), "content": m.get("content") if isinstance(m.get("content"), str)
+                else json.dumps(m.get("content"), ensure_ascii=False), "calls": [], "name": m.get("name"),
+                "call_id": m.get("tool_call_id"), "is_error": errors.get(m.get("tool_call_id"), False)}
+        for c in m.get("tool_calls") or []:
+            fn = c.get("function", c) if isinstance(c, dict) else {}
+            turn["calls"].append({"id": c.get("id") if isinstance(c, dict) else None, "name": fn.get("name"),
+                                  "arguments": _pretty_args(fn.get("arguments"))})
+        turns.append(turn)
+    timings = {k: record.get(k) for k in ("seconds", "model_seconds", "tool_seconds", "reward_seconds")
+               if isinstance(record.get(k), (int, float))}
+    reward = record.get("reward")
+    return {
+        "rollout_id": record.get("rollout_id"), "prompt_id": record.get("prompt_id"), "step": record.get("step"),
+        "reward": reward if isinstance(reward, (int, float)) and math.isfinite(reward) else None,
+        "components": record.get("components") or {}, "unscorable": record.get("unscorable"),
+        "stop_reason": record.get("stop_reason"), "tool_calls": record.get("tool_calls", 0),
+        "response_tokens": record.get("response_tokens"), "timings": timings, "turns": turns,
+        "validation": bool(record.get("validation")), "error": record.get("error"),
+        "tools": sorted({c.get("name") for st in record.get("trajectory") or [] for c in st.get("tool_calls") or []
+                         if isinstance(c, dict) and c.get("name")}),
+    }
+
+
+def explorer_page(idx: RolloutIndex, step: int, page: int = 1, filters: Filters | None = None,
+                  validation: bool = False, group: str | None = None, groups: bool = False) -> dict[str, Any]:
+    """One page: the step's rollouts (or, with ``groups``, whole prompt groups; with ``group``, one prompt)."""
+    filters = filters or Filters()
+    page = max(1, page)
+    adv = advantages(idx, step, validation)
+    kw = dict(reward_min=filters.reward_min, reward_max=filters.reward_max, unscorable=filters.unscorable,
+              tool=filters.tool or None, text=filters.text or None)
+    if group is not None or groups:
+        if group is not None:
+            prompt_ids = [group]
+        else:
+            matching, _ = idx.query(step, validation, limit=10**9, **kw)
+            prompt_ids = list(dict.fromkeys(r["prompt_id"] for r in matching))
+        total = len(prompt_ids)
+        chosen = prompt_ids[(page - 1) * GROUPS_PER_PAGE: page * GROUPS_PER_PAGE] if group is None else prompt_ids
+        out_groups = []
+        for pid in chosen:
+            rows, _ = idx.query(step, validation, limit=10**6, prompt_id=pid)
+            members = [_with_index(readable(rec), row, adv) for rec, row in zip(idx.read(rows), rows)]
+            scored = [m["reward"] for m in members if m["reward"] is not None]
+            out_groups.append({"prompt_id": pid, "rollouts": members,
+                               "reward_mean": statistics.fmean(scored) if scored else None,
+                               "prompt": _prompt_text(members[0]) if members else ""})
+        pages = max(1, math.ceil(total / GROUPS_PER_PAGE)) if group is None else 1
+        return {"step": step, "validation": validation, "page": page, "pages": pages, "total": total,
+                "groups": out_groups, "rollouts": [], "tools": idx.tools(step, validation)}
+    rows, total = idx.query(step, validation, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE, **kw)
+    rollouts = [_with_index(readable(rec), row, adv) for rec, row in zip(idx.read(rows), rows)]
+    return {"step": step, "validation": validation, "page": page, "pages": max(1, math.ceil(total / PAGE_SIZE)),
+            "total": total, "rollouts": rollouts, "groups": [], "tools": idx.tools(step, validation)}
+
+
+def _with_index(view: dict[str, Any], row: dict[str, Any], adv: dict[str, float]) -> dict[str, Any]:
+    view["advantage"] = adv.get(row["rollout_id"])
+    view["line_offset"] = row["offset"]
+    return view
+
+
+def _prompt_text(view: dict[str, Any]) -> str:
+    users = [t["content"] for t in view["turns"] if t["role"] == "user"]
+    return users[0] if users else ""

@@ -1,0 +1,87 @@
+"""verl's trainer waits for rollouts at agentrl's pace, not on a 2-second poll.
+
+    AGENTRL_REPLAY_POLL_S=0.02   (default; verl's own value is 2.0)
+
+verl 0.9.1's replay buffer (``verl.trainer.ppo.v1.replay_buffer.ReplayBuffer``) asks TransferQueue whether
+a step's rollouts are done, then sleeps ``poll_interval`` (2 s) before asking again. Every training step
+therefore waits on average a second after its last rollout finished, and the generation phase comes in
+multiples of 2 s. verl takes ``poll_interval`` as a constructor argument but its trainer never passes one,
+so agentrl supplies the default when the module is imported: nothing of verl is changed on disk, and a
+trainer that does pass a value keeps it. Each poll is one metadata read from the TransferQueue
+controller (well under a millisecond on this path), so polling 50 times a second costs nothing measurable.
+
+``install()`` is called by agentrl's ``verl.plugins`` entry point in every process that imports verl.
+verl imports its plugins while ``verl`` itself is still importing, so the replay-buffer module cannot be
+imported here; it is patched when it is first imported (or at once, if it already was).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.abc
+import importlib.util
+import inspect
+import os
+import sys
+
+TARGET = "verl.trainer.ppo.v1.replay_buffer"
+DEFAULT_POLL_S = 0.02
+
+
+def poll_seconds() -> float:
+    raw = os.environ.get("AGENTRL_REPLAY_POLL_S", "")
+    try:
+        value = float(raw) if raw else DEFAULT_POLL_S
+    except ValueError:
+        return DEFAULT_POLL_S
+    return value if value > 0 else DEFAULT_POLL_S
+
+
+def patch(module) -> None:
+    """Give ``module.ReplayBuffer`` (and so its subclasses) agentrl's poll interval as the default."""
+    cls = module.ReplayBuffer
+    if getattr(cls.__init__, "_agentrl_paced", False):
+        return
+    original = cls.__init__
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def __init__(self, *args, **kwargs):
+        if "poll_interval" not in signature.bind_partial(self, *args, **kwargs).arguments:
+            kwargs["poll_interval"] = poll_seconds()
+        original(self, *args, **kwargs)
+
+    __init__._agentrl_paced = True  # type: ignore[attr-defined]
+    cls.__init__ = __init__
+
+
+class _PatchOnImport(importlib.abc.MetaPathFinder):
+    """Wraps the loader of :data:`TARGET` so :func:`patch` runs right after the module executes."""
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != TARGET:
+            return None
+        sys.meta_path.remove(self)  # find the real spec without finding ourselves again
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        exec_module = loader.exec_module
+
+        def exec_and_patch(module):
+            exec_module(module)
+            patch(module)
+
+        loader.exec_module = exec_and_patch
+        return spec
+
+
+def install() -> None:
+    if TARGET in sys.modules:
+        patch(sys.modules[TARGET])
+        return
+    if not any(isinstance(finder, _PatchOnImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _PatchOnImport())

@@ -1,0 +1,109 @@
+"""``agentrl inspect COMPARE_OR_EVAL [--worst N]``: read the worst cases, traces side by side.
+
+    agentrl inspect compare.json --worst 5      # the 5 largest regressions (B worse than A)
+    agentrl inspect tuned.jsonl --worst 5       # the 5 lowest-reward rollouts of one eval
+
+For each: the prompt, the reference (``metadata.expected_answer`` / ``reference_answer``, else the
+metadata), each side's reward with its components, and its trace: model text, tool calls → results.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from agentrl.workflow.compare import CompareError, read_eval
+from agentrl.workflow.show import Output, num
+
+
+def reference(metadata: dict) -> str:
+    for key in ("expected_answer", "reference_answer", "answer"):
+        if metadata.get(key) not in (None, ""):
+            extra = metadata.get("expected_tools")
+            tools = f"   tools: {', '.join(t.get('name', '?') for t in extra)}" if isinstance(extra, list) and extra else ""
+            return f"{metadata[key]}{tools}"
+    return json.dumps({k: v for k, v in metadata.items() if k != "allowed_tools"}, default=str)[:400]
+
+
+def trace_text(record: dict) -> str:
+    """The rollout after its prompt: model text, tool calls and results, one line each."""
+    lines = []
+    for step in record.get("trajectory") or []:
+        text = (step.get("response") or "").strip()
+        if text:
+            lines.append(f"model: {text}")
+        results = {r.get("id"): r for r in step.get("tool_results") or []}
+        for call in step.get("tool_calls") or []:
+            res = results.pop(call.get("id"), None)
+            args = json.dumps(call.get("arguments"), default=str)
+            lines.append(f"→ {call.get('name')}({args})")
+            if res is not None:
+                lines.append(f"  ← {'ERROR ' if res.get('is_error') else ''}{str(res.get('content'))[:300]}")
+        for res in results.values():
+            lines.append(f"  ← {'ERROR ' if res.get('is_error') else ''}{str(res.get('content'))[:300]}")
+        if step.get("user_reply"):
+            lines.append(f"user: {step['user_reply']}")
+    head = f"reward {num(record.get('reward'))}"
+    comps = record.get("components") or {}
+    if comps:
+        head += "  (" + ", ".join(f"{k} {num(v, 2)}" for k, v in comps.items()) + ")"
+    if record.get("unscorable"):
+        head += f"  UNSCORABLE: {record['unscorable']}"
+    return "\n".join([head, f"stop: {record.get('stop_reason')}, {record.get('tokens')} tokens", *lines])
+
+
+def _worst_record(records: list[dict]) -> dict:
+    return min(records, key=lambda r: (r["reward"] is not None, r["reward"] if r["reward"] is not None else 0))
+
+
+def _best_record(records: list[dict]) -> dict:
+    return max(records, key=lambda r: r["reward"] if r["reward"] is not None else -1)
+
+
+def inspect(path: str, *, worst: int, out: Output) -> dict:
+    p = Path(path)
+    if not p.is_file():
+        raise CompareError(f"{path}: no such file; give a file from `agentrl compare -o` or `agentrl eval -o`")
+    text = p.read_text(encoding="utf-8")
+    try:
+        doc: Any = json.loads(text)
+    except json.JSONDecodeError:
+        doc = None
+    if isinstance(doc, dict) and "prompts" in doc and "a" in doc:
+        return _inspect_compare(doc, worst, out)
+    _, records = read_eval(path)
+    ranked = sorted(records, key=lambda r: (r["reward"] is not None, r["reward"] or 0.0))[:worst]
+    cases = []
+    for n, r in enumerate(ranked, 1):
+        out.rule(f"#{n}  {r['id']}")
+        out.table(None, ["", "value"], [["prompt", r["prompt"][-1]["content"]], ["reference", reference(r["metadata"])],
+                                        ["trace", trace_text(r)]], wrap=True)
+        cases.append({"id": r["id"], "reward": r["reward"], "record": r})
+    out.emit({"file": path, "worst": cases})
+    return {"worst": cases}
+
+
+def _inspect_compare(doc: dict, worst: int, out: Output) -> dict:
+    _, ra = read_eval(doc.get("a_file", doc["a"]))  # absolute: inspect may run from another folder
+    _, rb = read_eval(doc.get("b_file", doc["b"]))
+    by_a: dict[str, list[dict]] = {}
+    by_b: dict[str, list[dict]] = {}
+    for r in ra:
+        by_a.setdefault(r["id"], []).append(r)
+    for r in rb:
+        by_b.setdefault(r["id"], []).append(r)
+    regressions = sorted((p for p in doc["prompts"] if p["status"] == "regressed"), key=lambda p: p["delta"])[:worst]
+    if not regressions:
+        out.line(f"no regressions: B is at least as good as A on all {len(doc['prompts'])} prompts")
+    cases = []
+    for n, p in enumerate(regressions, 1):
+        a, b = _best_record(by_a[p["id"]]), _worst_record(by_b[p["id"]])
+        out.rule(f"#{n}  {p['id']}   Δ reward {p['delta']:+.3f}")
+        out.line(f"prompt:    {a['prompt'][-1]['content']}")
+        out.line(f"reference: {reference(a['metadata'])}")
+        out.table(None, [f"A  {doc.get('a_model') or doc['a']}", f"B  {doc.get('b_model') or doc['b']}"],
+                  [[trace_text(a), trace_text(b)]], wrap=True)
+        cases.append({"id": p["id"], "delta": p["delta"], "a": a, "b": b})
+    out.emit({"compare": doc["a"] + " vs " + doc["b"], "regressions": cases})
+    return {"regressions": cases}

@@ -1,0 +1,110 @@
+"""The zygote's handle on its template processes, and the small process helpers it uses.
+
+    tpl = TemplateHandle(pid, sock, pidfd)   # from Factory.spawn
+    tpl.send_kill(); tpl.stop(); tpl.memory_killed()
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+
+from . import cgroup
+from . import template as template_mod
+from .protocol import write_all
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+class TemplateHandle:
+    """The zygote's handle on one template process (template.py)."""
+
+    def __init__(self, pid: int, sock: socket.socket, pidfd: int) -> None:
+        self.pid, self.sock, self.pidfd = pid, sock, pidfd
+        self.known: set[str] = set()  # digests of the grader sources this template has compiled
+        self._vm: int | None = None
+        self.cgroup: cgroup.MemoryCgroup | None = None
+        self.oom_seen = 0
+        self.alive = True
+
+    def vm_size(self) -> int:
+        """Its address space: a child starts with the same, and gets `memory_mb` on top. It grows only
+        when the template compiles grader code, so it is read again after that."""
+        if self._vm is None:
+            with open(f"/proc/{self.pid}/statm", "rb") as f:
+                self._vm = int(f.read().split()[0]) * PAGE
+        return self._vm
+
+    def send_kill(self) -> None:
+        try:
+            self.sock.send(template_mod.KILL)
+        except OSError:
+            self.kill()
+
+    def kill(self) -> None:
+        if self.alive:
+            try:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def reap(self) -> int:
+        """Wait until the (dying) template is gone (the kernel reaps it: it is the factory's child)."""
+        if not self.alive:
+            return -9
+        select.select([self.pidfd], [], [], 5.0)
+        self.alive = False
+        os.close(self.pidfd)
+        self.sock.close()
+        if self.cgroup is not None:
+            self.cgroup.remove()  # empty now: the namespace's processes died with its init
+        return -9
+
+    def stop(self) -> int:
+        self.kill()
+        return self.reap()
+
+    def memory_killed(self) -> bool:
+        """Whether the cgroup's OOM killer ended one of the call's processes since the last check."""
+        if self.cgroup is None:
+            return False
+        try:
+            kills = self.cgroup.oom_kills()
+        except OSError:
+            return False
+        seen, self.oom_seen = self.oom_seen, kills
+        return kills > seen
+
+
+def state(pid: int) -> str | None:
+    """The process's state letter from /proc (Z: exited, not yet reaped), or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0].decode()
+    except (OSError, IndexError):
+        return None
+
+
+def uid_pids(uid: int) -> set[int]:
+    """Every process whose real uid is `uid` (from /proc/PID/status: a process that changed uid is not
+    dumpable, so its /proc directory belongs to root)."""
+    out, want = set(), str(uid).encode()
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/status", "rb") as f:
+                    line = next(x for x in f if x.startswith(b"Uid:"))
+                if line.split()[1] == want:
+                    out.add(int(name))
+            except (OSError, StopIteration, IndexError):
+                pass
+    return out
+
+
+def memfd(name: str, data: bytes) -> int:
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    write_all(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd

@@ -1,0 +1,162 @@
+"""GPU plans composed with verl's own Hydra config and checked by verl's own validate_config (no GPU here).
+
+What cannot be checked on this machine: that vLLM starts, that the memory settings fit a real GPU, that NCCL and
+Ray span two real nodes. scripts/gpu_smoke.sh does the first two on a one-GPU machine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentrl import gpu_plan as gp
+from agentrl.config import AgentrlSettings
+from agentrl.dryrun import DryRunError, compose, validate
+from agentrl.verl_args import CPU_DEFAULTS, build_overrides
+
+
+def settings(**kw):
+    base = dict(model="m", train_data="t.jsonl", rewards=["math"], device="gpu", batch_size=16, samples_per_prompt=8)
+    base.update(kw)
+    return AgentrlSettings(**base)
+
+
+def overrides(s, plan, verl_part=None):
+    return build_overrides(s, verl_part or {}, model_path="/models/qwen", train_file="/d/train.jsonl", val_file=None,
+                           spec_path="/run/agentrl_spec.json", run_dir=Path("/run"), cpu=False, gpu_plan=plan)
+
+
+CASES = [(1, 1, 0), (8, 1, 0), (8, 2, 0), (1, 1, 32), (8, 1, 32), (8, 2, 32)]
+
+
+@pytest.mark.parametrize("gpus,nodes,lora", CASES, ids=[f"{n}x{g}-lora{r}" for g, n, r in CASES])
+def test_plans_compose_and_pass_verls_validation(gpus, nodes, lora):
+    s = settings(gpus_per_node=gpus, nodes=nodes, lora={"rank": lora})
+    plan = gp.plan_gpus(s, visible=0, flash_attn=False, ray_address="10.0.0.1:6379" if nodes > 1 else "")
+    cfg = compose(overrides(s, plan))
+    validate(cfg)
+    t, arr = cfg.trainer, cfg.actor_rollout_ref
+    assert (t.n_gpus_per_node, t.nnodes) == (gpus, nodes)
+    assert arr.rollout.name == "vllm" and arr.rollout.tensor_model_parallel_size == 1
+    assert arr.rollout.gpu_memory_utilization == (0.4 if gpus * nodes == 1 else 0.6)
+    assert arr.model.override_config.attn_implementation == "sdpa" and arr.model.use_remove_padding is False
+    assert arr.actor.use_dynamic_bsz and arr.actor.ppo_max_token_len_per_gpu >= 2 * (512 + 512)
+    assert arr.rollout.agent.num_workers == 8 * nodes
+    assert arr.ref.fsdp_config.param_offload is True
+    assert arr.model.lora_rank == lora
+    if lora:
+        assert arr.rollout.load_format == "safetensors" and arr.rollout.layered_summon is True
+    else:
+        assert arr.rollout.load_format == "dummy"
+    env = cfg.ray_kwargs.ray_init.runtime_env.env_vars
+    assert env.AGENTRL_DEVICE == "gpu" and isinstance(env.AGENTRL_SANDBOX_WORKERS, str)
+
+
+def test_no_cpu_setting_leaks_into_a_gpu_plan():
+    s = settings(gpus_per_node=8)
+    o = overrides(s, gp.plan_gpus(s, visible=0, flash_attn=False, ray_address=""))
+    for key, value in CPU_DEFAULTS.items():
+        if key in ("actor_rollout_ref.actor.strategy", "actor_rollout_ref.ref.strategy",
+                   "actor_rollout_ref.model.use_remove_padding",
+                   "+actor_rollout_ref.model.override_config.attn_implementation"):
+            continue  # chosen for the GPU on their own merits (fsdp2; sdpa without flash_attn), asserted elsewhere
+        assert o.get(key) != value or key == "trainer.n_gpus_per_node" and o[key] == 8 and value == 1, key
+    assert "+ray_kwargs.ray_init.num_gpus" not in o and "ray_kwargs.ray_init.num_cpus" not in o
+    assert o["actor_rollout_ref.rollout.name"] == "vllm"
+
+
+def test_flash_attention_is_used_when_it_imports():
+    s = settings(gpus_per_node=1, batch_size=2)
+    cfg = compose(overrides(s, gp.plan_gpus(s, visible=1, flash_attn=True, ray_address="")))
+    validate(cfg)
+    assert cfg.actor_rollout_ref.model.use_remove_padding is True
+    assert "attn_implementation" not in cfg.actor_rollout_ref.model.override_config  # verl's flash_attention_2
+
+
+def test_gpu_count_defaults_to_the_visible_gpus():
+    assert gp.plan_gpus(settings(), visible=4, flash_attn=False, ray_address="").gpus_per_node == 4
+    plan = gp.plan_gpus(settings(), visible=0, flash_attn=False, ray_address="")
+    assert plan.gpus_per_node == 1 and any("no GPU visible" in n for n in plan.notes)
+
+
+def test_a_cluster_needs_the_gpu_count_and_an_address():
+    with pytest.raises(gp.GpuPlanError, match="agentrl.gpus_per_node=N"):
+        gp.plan_gpus(settings(), visible=0, flash_attn=False, ray_address="10.0.0.1:6379")
+    with pytest.raises(gp.GpuPlanError, match="RAY_ADDRESS"):
+        gp.plan_gpus(settings(nodes=2, gpus_per_node=8), visible=8, flash_attn=False, ray_address="")
+
+
+def test_a_batch_that_cannot_be_split_over_the_gpus_is_refused_with_the_fix():
+    s = settings(gpus_per_node=8, nodes=2, batch_size=3, samples_per_prompt=4)
+    with pytest.raises(gp.GpuPlanError, match="multiple of 4"):
+        overrides(s, gp.plan_gpus(s, visible=0, flash_attn=False, ray_address="h:6379"))
+
+
+def test_user_verl_keys_win_and_verl_still_validates_them():
+    s = settings(gpus_per_node=2, batch_size=4)
+    plan = gp.plan_gpus(s, visible=0, flash_attn=False, ray_address="")
+    o = overrides(s, plan, {"actor_rollout_ref": {"rollout": {"tensor_model_parallel_size": 2,
+                                                              "gpu_memory_utilization": 0.7}}})
+    cfg = compose(o)
+    validate(cfg)
+    assert cfg.actor_rollout_ref.rollout.tensor_model_parallel_size == 2
+    # verl's own checks: sequence parallel needs padding removal (flash-attn), a mini-batch fits the batch
+    sp = overrides(s, plan, {"actor_rollout_ref": {"actor": {"ulysses_sequence_parallel_size": 2}}})
+    with pytest.raises(DryRunError, match="use_remove_padding"):
+        validate(compose(sp))
+    big = overrides(s, plan, {"actor_rollout_ref": {"actor": {"ppo_mini_batch_size": 64, "use_dynamic_bsz": False}}})
+    with pytest.raises(DryRunError, match="ppo_mini_batch_size"):
+        validate(compose(big))
+
+
+def test_vllm_missing_or_old_is_named_with_the_fix(monkeypatch):
+    import importlib.metadata as md
+
+    real = md.version
+
+    def fake(version):
+        def lookup(name):
+            if name != "vllm":
+                return real(name)
+            if version is None:
+                raise md.PackageNotFoundError(name)
+            return version
+        return lookup
+
+    monkeypatch.setattr(md, "version", fake(None))
+    assert 'pip install -e ".[gpu]"' in gp.vllm_problem()
+    monkeypatch.setattr(md, "version", fake("0.10.1"))
+    assert "too old" in gp.vllm_problem()
+    monkeypatch.setattr(md, "version", fake("0.24.0"))
+    assert "older than this project supports" in gp.vllm_problem()
+    monkeypatch.setattr(md, "version", fake("0.31.0"))
+    assert gp.vllm_problem() is None and gp.vllm_warning() is None
+    monkeypatch.setattr(md, "version", fake("0.33.0"))
+    assert gp.vllm_problem() is None and "outside the tested range" in gp.vllm_warning()
+
+
+def test_extra_pins_the_range_the_planner_checks():
+    import tomllib
+
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    gpu = pyproject["project"]["optional-dependencies"]["gpu"]
+    assert f"vllm{gp.VLLM_SUPPORTED}" in gpu
+
+
+@pytest.mark.parametrize("device,patched", [("", True), ("gpu", False)])
+def test_gpu_run_processes_keep_agentrls_cpu_platform_out(device, patched):
+    """A GPU run's processes carry AGENTRL_DEVICE=gpu: on a node that sees no GPU (a CPU head node), verl must
+    not be switched to agentrl's CPU platform. Checked in a fresh process, where verl loads its plugins."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import os, torch, verl\n"
+            "print(torch.distributed.init_process_group.__name__, os.environ.get('VERL_ENGINE_DEVICE'))")
+    env = {**os.environ, "AGENTRL_DEVICE": device}
+    env.pop("VERL_ENGINE_DEVICE", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    name, engine = out.stdout.split()[-2:]
+    assert (name == "_init_process_group_cpu") is patched
+    assert (engine == "cuda") is patched

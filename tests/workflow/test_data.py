@@ -1,0 +1,131 @@
+"""``agentrl data check | split | convert``."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+
+from agentrl.cli import main
+
+
+def _write(path, rows):
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return path
+
+
+def _row(id_, q="What is 2 + 2?", **meta):
+    return {"id": id_, "messages": [{"role": "user", "content": q}], "metadata": meta}
+
+
+def test_check_reports_every_problem_with_file_and_line(tmp_path, demo_config, capsys):
+    a = _write(tmp_path / "a.jsonl", [
+        _row("x", expected_answer="4", expected_tools=[{"name": "add"}]),
+        '{"messages": [{"role": "user", "content": "hi"}',                                   # line 2: bad JSON
+        {"id": "y", "messages": [{"role": "robot", "content": "hi"}]},                         # line 3: role
+        _row("z", q="   ", expected_answer="1", expected_tools=[{"name": "add"}]),           # line 4: empty prompt
+        {"id": "w", "prompt": "no messages"},                                                  # line 5: schema
+    ])
+    b = _write(tmp_path / "b.jsonl", [
+        _row("x", expected_answer="4", expected_tools=[{"name": "add"}]),                    # dup of a.jsonl:1
+        _row("v", expected_tools=[{"name": "add"}]),                                          # math does not apply
+        _row("u", task="none of the rewards' keys"),                                           # no reward applies
+    ])
+    code = main(["data", "check", str(a), str(b), "--config", str(demo_config), "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 1 and not result["ok"]
+    where: dict[str, str] = {}
+    for p in result["problems"]:  # a row can have several problems
+        where[p["where"]] = where.get(p["where"], "") + " | " + p["problem"]
+    assert "not valid JSON" in where[f"{a}:2"]
+    assert "role" in where[f"{a}:3"] and "'robot'" in where[f"{a}:3"]
+    assert "empty prompt" in where[f"{a}:4"]
+    assert "no \"messages\" key" in where[f"{a}:5"]
+    assert f"duplicate id 'x' (first at {a}:1)" in where[f"{b}:1"]
+    assert f"{b}:2" not in where  # tool_use still scores it: a warning, not a problem
+    assert any(w["where"] == f"{b}:2" and "'math' reads metadata.expected_answer" in w["problem"]
+               for w in result["warnings"])
+    assert "no configured reward applies" in where[f"{b}:3"]
+    summary = result["summary"]
+    assert summary["rows"] == 5 and summary["metadata"]["expected_tools"]["values"] == {"add": 4}
+    # prompt lengths with the calculator's real tool schemas, in the config's model's tokens
+    assert summary["prompt_tokens"]["with_tool_schemas"] and summary["prompt_tokens"]["min"] > 100
+
+
+def test_check_flags_prompts_longer_than_max_prompt_length(tmp_path, demo_config, capsys):
+    import yaml
+
+    cfg = yaml.safe_load(demo_config.read_text())
+    cfg["agentrl"]["max_prompt_length"] = 64
+    short = tmp_path / "short.yaml"
+    short.write_text(yaml.safe_dump(cfg))
+    data = _write(tmp_path / "d.jsonl", [_row("a", expected_answer="4", expected_tools=[{"name": "add"}])])
+    assert main(["data", "check", str(data), "--config", str(short)]) == 0  # a warning: training still runs
+    out = capsys.readouterr().out
+    assert f"{data}:1: warning: prompt is" in out and "over agentrl.max_prompt_length=64" in out
+
+
+def test_clean_file_passes(tmp_path, capsys):
+    data = _write(tmp_path / "ok.jsonl", [_row("a", task_type="sum"), _row("b", task_type="sum")])
+    assert main(["data", "check", str(data)]) == 0
+    assert "no problems in 2 rows" in capsys.readouterr().out
+
+
+def test_split_is_stratified_seeded_and_loses_nothing(tmp_path, capsys):
+    rows = [_row(f"r{i}", task_type=t, difficulty=d) for i, (t, d) in enumerate(
+        [(t, d) for t in ("lookup", "calc", "compare") for d in ("easy", "hard") for _ in range(10)])]
+    src = _write(tmp_path / "all.jsonl", rows)
+    assert main(["data", "split", str(src), "--val", "0.2", "--stratify", "task_type,difficulty",
+                 "--seed", "3", "-o", str(tmp_path / "s1"), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    train = [json.loads(line) for line in (tmp_path / "s1" / "train.jsonl").read_text().splitlines()]
+    val = [json.loads(line) for line in (tmp_path / "s1" / "val.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in train + val) == sorted(r["id"] for r in rows)
+    strata = Counter((r["metadata"]["task_type"], r["metadata"]["difficulty"]) for r in val)
+    assert strata == {(t, d): 2 for t in ("lookup", "calc", "compare") for d in ("easy", "hard")}
+    assert result["val_rows"] == 12
+    main(["data", "split", str(src), "--val", "0.2", "--stratify", "task_type,difficulty", "--seed", "3",
+          "-o", str(tmp_path / "s2")])
+    assert (tmp_path / "s2" / "val.jsonl").read_text() == (tmp_path / "s1" / "val.jsonl").read_text()
+    main(["data", "split", str(src), "--val", "0.2", "--stratify", "task_type", "--seed", "4", "-o", str(tmp_path / "s3")])
+    assert (tmp_path / "s3" / "val.jsonl").read_text() != (tmp_path / "s1" / "val.jsonl").read_text()
+
+
+def test_split_rejects_a_bad_share(tmp_path, capsys):
+    src = _write(tmp_path / "all.jsonl", [_row("a")])
+    assert main(["data", "split", str(src), "--val", "1.5", "-o", str(tmp_path / "o")]) == 2
+    assert "--val 1.5" in capsys.readouterr().err
+
+
+# The row shape of the agent-RFT tutorial (tensorops.ai, "practical guide to agent reinforcement fine-tuning"),
+# as listed in the issue: id, prompt, reference_answer, expected{...}, tools, metadata{task_type, difficulty}.
+TUTORIAL_ROW = {"id": "q-17", "prompt": "What was ACME's 2023 revenue in USD?", "reference_answer": "4.2e9",
+                "expected": {"tolerance_rel": 0.01, "evidence_path": "filings/acme-2023.md",
+                             "must_use_tools": ["search", "read"]},
+                "tools": ["search", "list", "read"], "metadata": {"task_type": "lookup", "difficulty": "easy"}}
+
+
+def test_convert_tutorial_rows(tmp_path, capsys):
+    src = _write(tmp_path / "tut.jsonl", [TUTORIAL_ROW, dict(TUTORIAL_ROW, id="q-18", tools=[
+        {"type": "function", "function": {"name": "search", "parameters": {}}}])])
+    out = tmp_path / "agentrl.jsonl"
+    assert main(["data", "convert", str(src), "-o", str(out)]) == 0
+    first, second = [json.loads(line) for line in out.read_text().splitlines()]
+    assert first == {"id": "q-17", "messages": [{"role": "user", "content": TUTORIAL_ROW["prompt"]}],
+                     "metadata": {"expected_answer": "4.2e9", "tolerance_rel": 0.01, "tolerance": 0.01,
+                                  "evidence_path": "filings/acme-2023.md",
+                                  "expected_tools": [{"name": "search"}, {"name": "read"}],
+                                  "allowed_tools": ["search", "list", "read"], "task_type": "lookup",
+                                  "difficulty": "easy"}}
+    assert second["metadata"]["allowed_tools"] == ["search"]
+    capsys.readouterr()
+    assert main(["data", "check", str(out)]) == 0
+
+
+def test_convert_refuses_bad_rows_and_writes_nothing(tmp_path, capsys):
+    src = _write(tmp_path / "tut.jsonl", [TUTORIAL_ROW, {"id": "q-2", "reference_answer": "1"}, "not json"])
+    out = tmp_path / "agentrl.jsonl"
+    assert main(["data", "convert", str(src), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{src}:2: no \"prompt\"" in err and f"{src}:3: not valid JSON" in err
+    assert not out.exists()
