@@ -37,7 +37,7 @@ def merged_state(state: dict, scale: float) -> dict:
 def merge_lora_checkpoint(actor_dir: Path) -> bool:
     meta_path = actor_dir / "lora_train_meta.json"
     weights = actor_dir / "huggingface" / "model.safetensors"
-    if not meta_path.exists() or not weights.exists():
+    if not meta_path.exists() or not weights.exists() or weights.with_name("peft_model.safetensors.orig").exists():
         return False
     from safetensors import safe_open
     from safetensors.torch import save_file

@@ -108,7 +108,11 @@ def check_checkpoint(run_dir: Path) -> dict | None:
     from agentrl.lora_merge import merge_lora_checkpoint
 
     if (hf / "config.json").exists():
-        merge_lora_checkpoint(folder / "actor")  # LoRA: verl wrote adapter names; make it a plain HF model
+        # LoRA: verl wrote adapter names; make each checkpoint a plain HF model (older ones too, which an
+        # attempt whose watcher had died left unmerged)
+        for actor in sorted(ckpt_root.glob("global_step_*/actor")):
+            if actor.parent == folder or (actor / "lora_train_meta.json").exists():
+                merge_lora_checkpoint(actor)
     weights = list(hf.glob("*.safetensors")) + list(hf.glob("*.bin"))
     if not (hf / "config.json").exists() or not weights:
         return None

@@ -223,6 +223,11 @@ def test_readme_config_with_kl_and_lora_leaves_a_checkpoint(resumed_run):
     _, loading = AutoModelForCausalLM.from_pretrained(status["hf_model"], output_loading_info=True)
     assert not any(loading.values()), loading  # LoRA folded in: plain names, nothing missing or unexpected
     AutoTokenizer.from_pretrained(status["hf_model"])
+    from safetensors import safe_open
+
+    for weights in sorted(run.glob("checkpoints/global_step_*/actor/huggingface/model.safetensors")):
+        with safe_open(str(weights), "pt") as fh:  # every checkpoint, also those of the killed attempts
+            assert not any("lora_" in k or "base_layer" in k for k in fh.keys()), weights
     metrics = [m for m in read_jsonl(run / "metrics.jsonl") if not m["validation"]]
     logged = [m for m in metrics if not m.get("recovered")]
     assert logged and all(m["kl_loss"] is not None for m in logged)  # the reference model ran: kl_coef > 0 on CPU
