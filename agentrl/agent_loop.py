@@ -17,7 +17,6 @@ A rollout that could not be scored (tool server down, reward crashed) reaches ve
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import time
@@ -30,63 +29,10 @@ from verl.experimental.agent_loop.tool_parser import ToolParser
 
 from agentrl import runlog
 from agentrl.trajectory import make_item, make_sample, make_step, unwrap
+from agentrl.worker import WorkerState
 
 _TOOL_BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 _VERSION_KEYS = ("global_steps", "min_global_steps", "max_global_steps")
-
-# Per worker process: the spec file, the reward set, one ToolHub per event loop, one simulated user.
-_spec_cache: dict[str, dict] = {}
-_rewards_cache: dict[str, Any] = {}
-_hubs: dict[tuple[int, str], Any] = {}
-_users: dict[str, Any] = {}
-# The newest policy version this worker has seen, for rollouts that fail before reaching the model.
-_last_versions: dict[str, Any] = {"global_steps": 0, "min_global_steps": 0, "max_global_steps": 0}
-
-
-def load_spec(path: str) -> dict:
-    if path not in _spec_cache:
-        with open(path) as fh:
-            _spec_cache[path] = json.load(fh)
-    return _spec_cache[path]
-
-
-def _rewards(spec_path: str, spec: dict):
-    if spec_path not in _rewards_cache:
-        from agentrl.rewards import RewardSet
-
-        _rewards_cache[spec_path] = RewardSet.from_config(spec["rewards"], where="agentrl.rewards")
-    return _rewards_cache[spec_path]
-
-
-def _hub(spec_path: str, spec: dict):
-    """One ToolHub per event loop (MCP sessions belong to the loop that opened them)."""
-    if not spec.get("tools"):
-        return None
-    key = (id(asyncio.get_running_loop()), spec_path)
-    if key not in _hubs:
-        from agentrl.tools import ToolHub
-
-        _hubs[key] = ToolHub.from_config(spec["tools"], allow=spec.get("tool_allow"),
-                                         max_result_chars=spec["agent"]["max_tool_result_chars"])
-    return _hubs[key]
-
-
-def _simulated_user(spec_path: str, spec: dict):
-    options = spec["agent"].get("simulated_user")
-    if not options:
-        return None
-    if spec_path not in _users:
-        import os
-
-        from agentrl.tools.simuser import SimulatedUser
-
-        options = dict(options)
-        key_env = options.pop("api_key_env", None)
-        if key_env:
-            options["api_key"] = os.environ.get(key_env)
-        _users[spec_path] = SimulatedUser(options.pop("model"), **options)
-    return _users[spec_path]
-
 
 class _NoTools:
     async def tool_schemas(self) -> list:
@@ -127,18 +73,17 @@ class AgentrlAgentLoop(AgentLoopBase):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.spec_path = str(self.config.agentrl.spec)
-        self.spec = load_spec(self.spec_path)
-        self.agent = self.spec["agent"]
+        self.state = WorkerState.for_file(str(self.config.agentrl.spec))
+        self.agent = self.state.spec.agent
         self.response_length = int(self.rollout_config.response_length)
-        self.parser = ToolParser.get_tool_parser(self.agent["tool_parser"], self.tokenizer)
+        self.parser = ToolParser.get_tool_parser(self.agent.tool_parser, self.tokenizer)
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         started, wall_started = time.perf_counter(), time.time()
         row = json.loads(kwargs["extra_info"]["agentrl_row"])
         item = make_item(row["messages"], row.get("metadata"), id=row["id"], source=row.get("source"))
         rollout_id = f"r-{uuid.uuid4().hex[:16]}"
-        hub = _hub(self.spec_path, self.spec)
+        hub = self.state.hub()
         st = _State(messages=[dict(m) for m in row["messages"]])
         unscorable: str | None = None
         session_cm = hub.rollout(rollout_id, allowed_tools=item.metadata.get("allowed_tools")) if hub else _NoTools()
@@ -164,7 +109,7 @@ class AgentrlAgentLoop(AgentLoopBase):
         reward_started = time.perf_counter()
         score, components = None, {}
         if unscorable is None:
-            result = await _rewards(self.spec_path, self.spec).ascore(sample, item)
+            result = await self.state.rewards.ascore(sample, item)
             score, components, unscorable = result.score, result.components, result.unscorable
         reward_seconds = time.perf_counter() - reward_started
 
@@ -180,15 +125,20 @@ class AgentrlAgentLoop(AgentLoopBase):
             st.logprobs = [0.0] if self.rollout_config.calculate_log_probs else []
         response_ids = st.runtime_ids[st.prompt_len:][: self.response_length]
         mask = st.mask[: self.response_length]
-        runlog.append_rollout(self.spec["run_dir"], {
+        last = self.state.last_versions
+        # the trainer step this prompt was drawn for (verl hands it to every rollout of the batch)
+        trainer_step = kwargs.get("global_steps")
+        trainer_step = int(trainer_step) if trainer_step is not None else st.versions.get("global_steps", last["global_steps"])
+        runlog.append_rollout(self.state.spec.run_dir, {
             "rollout_id": rollout_id, "prompt_id": item.id, "source": item.get("source"),
-            "step": st.versions.get("global_steps", _last_versions["global_steps"]), "messages": messages, "trajectory": unwrap(steps),
+            "step": trainer_step, "validation": row.get("split") == "val",
+            "policy_version": st.versions.get("global_steps", last["global_steps"]),
+            "messages": messages, "trajectory": unwrap(steps),
             "tool_calls": st.tool_calls, "user_turns": st.user_turns, "reward": score, "components": components,
             "unscorable": unscorable, "stop_reason": st.stop_reason, "response_tokens": len(response_ids),
             "started_at": round(wall_started, 3), "finished_at": round(time.time(), 3),
             "seconds": round(time.perf_counter() - started, 4), "model_seconds": round(st.model_seconds, 4),
             "tool_seconds": round(st.tool_seconds, 4), "reward_seconds": round(reward_seconds, 4),
-            "validation": bool(kwargs.get("validate", False)),
         })
         return AgentLoopOutput(
             prompt_ids=st.runtime_ids[: st.prompt_len],
@@ -201,7 +151,7 @@ class AgentrlAgentLoop(AgentLoopBase):
             reward_score=float(score) if score is not None else float("nan"),
             num_turns=len(messages) - len(row["messages"]) + 1,
             metrics={"tool_calls": st.tool_seconds, "compute_score": reward_seconds},
-            extra_fields={**_last_versions, **st.versions, "agentrl_unscorable": 1 if unscorable else 0,
+            extra_fields={**last, **st.versions, "agentrl_unscorable": 1 if unscorable else 0,
                           "agentrl_tool_calls": st.tool_calls, "agentrl_rollout_id": rollout_id},
         )
 
@@ -210,8 +160,8 @@ class AgentrlAgentLoop(AgentLoopBase):
         schemas = await session.tool_schemas() or None
         st.runtime_ids = await self.ct_build_initial_tokens(st.messages, tools=schemas)
         st.prompt_len = len(st.runtime_ids)
-        user = _simulated_user(self.spec_path, self.spec)
-        for turn in range(self.agent["max_turns"]):
+        user = self.state.simulated_user()
+        for turn in range(self.agent.max_turns):
             room = self.response_length - len(st.mask)
             if room <= 0:
                 st.stop_reason = "response_budget"
@@ -236,7 +186,7 @@ class AgentrlAgentLoop(AgentLoopBase):
                 continue
             results += await self._run_tools(st, step, assistant, calls, session, has_tools)
             step["tool_results"] = results
-            if turn == self.agent["max_turns"] - 1:
+            if turn == self.agent.max_turns - 1:
                 st.stop_reason = "turn_budget"
                 return
             tool_messages = [{"role": "tool", "content": r["content"], "tool_call_id": r["id"]} for r in results]
@@ -257,7 +207,7 @@ class AgentrlAgentLoop(AgentLoopBase):
                 if key == "min_global_steps" and key in st.versions:
                     value = min(st.versions[key], value)
                 st.versions[key] = value
-                _last_versions[key] = out.extra_fields[key]
+                self.state.last_versions[key] = out.extra_fields[key]
         aborted = out.stop_reason in ("aborted", "abort")  # verl's vLLM server, with what it had generated
         if aborted and not out.token_ids:
             raise GenerationAborted("generation aborted by the rollout server before any token")
@@ -275,8 +225,8 @@ class AgentrlAgentLoop(AgentLoopBase):
         """Run this turn's calls within the budgets; refused calls get an error result the model can read."""
         from agentrl.tools import ToolCall
 
-        budget = self.agent["max_tool_calls"] - st.tool_calls
-        now = max(0, min(budget, self.agent["max_parallel_calls"]))
+        budget = self.agent.max_tool_calls - st.tool_calls
+        now = max(0, min(budget, self.agent.max_parallel_calls))
         refused = [{"id": f"refused{n}", "name": c.name, "is_error": True,
                     "content": "error: tool call not run: " + ("the tool-call budget of this rollout is used up; "
                                "answer now" if budget <= 0 else "too many calls in one turn")}

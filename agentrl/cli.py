@@ -33,7 +33,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     if args.ui or running_servers():
         announce(run_dir_of(args.config, overrides), start=args.ui)
-    return train(args.config, overrides)
+    return train(args.config, overrides, check_tools=not args.skip_tool_check)
 
 
 def _cmd_ui(args: argparse.Namespace) -> int:
@@ -119,6 +119,8 @@ def parser() -> argparse.ArgumentParser:
     t = sub.add_parser("train", help="train, or resume, the run a config describes")
     t.add_argument("config")
     t.add_argument("overrides", nargs="*", help="key=value, e.g. agentrl.batch_size=4 trainer.total_epochs=2")
+    t.add_argument("--skip-tool-check", action="store_true",
+                   help="start without first asking every tool server for its tools")
     t.add_argument("--ui", action="store_true", help="start the job page for this run (agentrl ui) and print its address")
     t.add_argument("--dry-run", action="store_true",
                    help="check everything, print the composed verl config and environment; start nothing")

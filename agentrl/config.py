@@ -27,6 +27,7 @@ from typing import Any, Literal, Optional, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from agentrl.config_names import suggest
 from agentrl.errors import AgentrlError
 
 
@@ -95,19 +96,6 @@ def _nearest(key: str, options: list[str]) -> str:
     return f" Did you mean {close[0]!r}?" if close else ""
 
 
-def _model_fields(model: type[BaseModel], loc: tuple) -> list[str]:
-    fields = model.model_fields
-    for part in loc[:-1]:
-        if part not in fields:
-            return []
-        annotation = fields[part].annotation
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            fields = annotation.model_fields
-        else:
-            return []
-    return list(fields)
-
-
 def parse_agentrl(block: Any, source: str) -> AgentrlSettings:
     if not isinstance(block, dict):
         raise ConfigError(f"{source}: the config needs an 'agentrl:' mapping (model, train_data, rewards, ...)")
@@ -119,8 +107,7 @@ def parse_agentrl(block: Any, source: str) -> AgentrlSettings:
             loc = tuple(str(p) for p in err["loc"])
             key = "agentrl." + ".".join(loc)
             if err["type"] == "extra_forbidden":
-                hint = _nearest(loc[-1], _model_fields(AgentrlSettings, loc))
-                lines.append(f"unknown key {key!r}.{hint}")
+                lines.append(f"unknown key {key!r}.{suggest(loc, AgentrlSettings)}")
             elif err["type"] == "missing":
                 lines.append(f"missing key {key!r}: {AgentrlSettings.model_fields.get(loc[0]).description or 'required'}"
                              if loc[0] in AgentrlSettings.model_fields else f"missing key {key!r}")
@@ -167,20 +154,44 @@ def load_config(path: str | os.PathLike, overrides: list[str] = ()) -> tuple[Age
         if "=" not in item:
             raise ConfigError(f"override {item!r} is not key=value (e.g. agentrl.batch_size=4)")
         key, value = item.split("=", 1)
-        set_dotted(doc, key.strip().lstrip("+"), parse_value(value))
-    block = doc.get("agentrl")
-    settings = parse_agentrl(block, str(path))
-    base = path.parent.resolve()
-    for attr in ("train_data", "val_data"):
-        value = getattr(settings, attr)
-        if value and value != "demo" and not os.path.isabs(value):
-            setattr(settings, attr, str(base / value))
-    if settings.model != "demo" and not os.path.isabs(settings.model) and (base / settings.model).exists():
-        settings.model = str(base / settings.model)
-    if isinstance(settings.tools, str) and not os.path.isabs(settings.tools) and (base / settings.tools).exists():
-        settings.tools = str(base / settings.tools)
+        key = key.strip()
+        if key.lstrip("+").split(".")[0] == "agentrl":
+            key = key.lstrip("+")  # agentrl's keys are checked by its own schema
+        set_dotted(doc, key, parse_value(value))  # a verl key keeps its '+' (Hydra: add a new key)
+    settings = parse_agentrl(doc.get("agentrl"), str(path))
+    resolve_paths(settings, path.parent.resolve())
     verl_part = {k: v for k, v in doc.items() if k != "agentrl"}
     return settings, verl_part, doc
+
+
+def _under(base: Path, value: str) -> str:
+    return value if os.path.isabs(value) else str(base / Path(value).expanduser())
+
+
+def resolve_paths(settings: AgentrlSettings, base: Path) -> None:
+    """Every relative path in the ``agentrl:`` block is relative to the config file's folder, wherever
+    ``agentrl train`` runs from (verl's workers run in the run directory). ``run_dir`` is an output and
+    stays relative to the working directory."""
+    for attr in ("train_data", "val_data", "model"):
+        value = getattr(settings, attr)
+        if value and value != "demo":
+            setattr(settings, attr, _under(base, value))
+    if isinstance(settings.tools, str):
+        settings.tools = _under(base, settings.tools)
+    from agentrl.rewards.loading import looks_like_path
+
+    rewards = []
+    for entry in settings.rewards:
+        if isinstance(entry, str) and looks_like_path(entry):
+            entry = _under(base, entry)
+        elif isinstance(entry, dict):
+            entry = dict(entry)
+            if isinstance(entry.get("name"), str) and looks_like_path(entry["name"]):
+                entry["name"] = _under(base, entry["name"])
+            if isinstance(entry.get("read_paths"), list):
+                entry["read_paths"] = [_under(base, p) if isinstance(p, str) else p for p in entry["read_paths"]]
+        rewards.append(entry)
+    settings.rewards = rewards
 
 
 def flatten(tree: dict, prefix: str = "") -> dict[str, Any]:
@@ -239,7 +250,12 @@ def check_verl_keys(verl_keys: dict[str, Any], defaults: dict, source: str) -> N
                 continue
             options = list(node) if isinstance(node, dict) else []
             where = ".".join(walked) or "the top level"
-            problems.append(f"unknown verl key {dotted!r}: {where} has no {part!r}.{_nearest(part, options)}")
+            hint = _nearest(part, options)
+            if not walked:  # an agentrl setting written outside the agentrl: block
+                ours = suggest(tuple(dotted.split(".")), AgentrlSettings)
+                if "'agentrl." in ours or dotted in AgentrlSettings.model_fields:
+                    hint = ours if "'agentrl." in ours else f" It belongs under 'agentrl.{dotted}'."
+            problems.append(f"unknown verl key {dotted!r}: {where} has no {part!r}.{hint}")
             break
     if problems:
         raise ConfigError(f"{source}: " + "; ".join(problems) + " (prefix a key with '+' to add a new one on purpose)")

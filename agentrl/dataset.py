@@ -65,8 +65,18 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, dict]]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise DatasetError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+                raise DatasetError(f"{where}: {_json_problem(line.rstrip(), exc)}") from None
             yield lineno, _check_row(row, where)
+
+
+def _json_problem(line: str, exc: json.JSONDecodeError) -> str:
+    """What is wrong with a line that is not JSON, in words: a cut-off row says so."""
+    if exc.pos >= len(line) - 1 or exc.msg.startswith("Unterminated"):
+        tail = line[-40:]
+        return (f"the row ends before its JSON is complete (the file looks truncated, or the row is split over "
+                f"several lines; it ends with {tail!r}). Each row must be one whole JSON object on one line")
+    return (f"not valid JSON: {exc.msg} at character {exc.colno} of {len(line)} "
+            f"(near {line[max(0, exc.pos - 20): exc.pos + 20]!r})")
 
 
 def row_id(path: Path, lineno: int, row: dict) -> str:
@@ -77,8 +87,10 @@ def row_id(path: Path, lineno: int, row: dict) -> str:
     return f"{path.stem}:{lineno}:{digest}"
 
 
-def convert(src: str | Path, dst: str | Path, agent_name: str = "agentrl") -> int:
-    """Check ``src`` and write verl's row format to ``dst``; returns the number of rows."""
+def convert(src: str | Path, dst: str | Path, agent_name: str = "agentrl", split: str = "train") -> int:
+    """Check ``src`` and write verl's row format to ``dst``; returns the number of rows.
+
+    ``split`` ("train" or "val") travels with every row, so a rollout knows whether it is validation."""
     src, dst = Path(src), Path(dst)
     rows = []
     for lineno, row in read_rows(src):
@@ -87,6 +99,7 @@ def convert(src: str | Path, dst: str | Path, agent_name: str = "agentrl") -> in
             "metadata": row.get("metadata", {}),
             "id": row_id(src, lineno, row),
             "source": f"{src}:{lineno}",
+            "split": split,
         }
         rows.append({
             "prompt": row["messages"],

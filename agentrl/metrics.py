@@ -1,9 +1,12 @@
 """Per-step metrics, console progress and checkpoint bookkeeping for a run directory.
 
+    {"step": 3, "validation": false, "reward_mean": 0.61, "reward/math": 0.6, "kl": 0.002, ...}
+    {"step": 3, "validation": true, "val/reward_mean": 0.55, "val/reward/math": 0.5, "val/rollouts": 64, ...}
+
 verl logs its own step metrics (loss, KL, entropy, grad norm, ...) to a JSONL file; the agent loop logs
-every rollout to ``rollouts.jsonl``. The Watcher joins the two into ``metrics.jsonl`` (one line per
-step, with the mean of each reward component, tool calls per rollout and the unscorable count, which
-verl does not log), prints progress, and records complete checkpoints in ``checkpoint_status.json``.
+every rollout to ``rollouts.jsonl`` with the trainer step it was drawn for and whether it is validation.
+The Watcher joins the two on (step, validation) into ``metrics.jsonl``: training and validation are two
+streams, never mixed. It prints progress and records complete checkpoints in ``checkpoint_status.json``.
 """
 
 from __future__ import annotations
@@ -102,6 +105,14 @@ def check_checkpoint(run_dir: Path) -> dict | None:
     previous = last_complete_checkpoint(run_dir)
     if previous and previous.get("step") == step:
         return None
+    from agentrl.lora_merge import merge_lora_checkpoint
+
+    if (hf / "config.json").exists():
+        # LoRA: verl wrote adapter names; make each checkpoint a plain HF model (older ones too, which an
+        # attempt whose watcher had died left unmerged)
+        for actor in sorted(ckpt_root.glob("global_step_*/actor")):
+            if actor.parent == folder or (actor / "lora_train_meta.json").exists():
+                merge_lora_checkpoint(actor)
     weights = list(hf.glob("*.safetensors")) + list(hf.glob("*.bin"))
     if not (hf / "config.json").exists() or not weights:
         return None
@@ -125,8 +136,70 @@ def error_tail(log_path: Path, lines: int = 12) -> str:
     return "\n".join(text[-lines:])
 
 
+def rewind(run_dir: Path, step: int, attempt: int) -> int:
+    """Before resuming from checkpoint ``step``: set aside every line of metrics.jsonl and rollouts.jsonl
+    that the resumed run will write again (training past ``step``; validation at ``step`` and later, as
+    the resumed run validates before its first step). They move to ``logs/rewound.ATTEMPT.*.jsonl``, so
+    nothing is lost and no step appears twice. Returns how many lines moved."""
+    moved = 0
+    for name in ("metrics.jsonl", "rollouts.jsonl"):
+        path = Path(run_dir) / name
+        if not path.exists():
+            continue
+        keep, drop = [], []
+        for line in path.read_text().splitlines(keepends=True):
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                drop.append(line)
+                continue
+            at = rec.get("step")
+            if not isinstance(at, int):
+                keep.append(line)
+            elif rec.get("validation"):
+                (drop if at >= step else keep).append(line)
+            else:
+                (drop if at > step else keep).append(line)
+        if drop:
+            aside = Path(run_dir) / "logs" / f"rewound.{attempt}.{name}"
+            with aside.open("a") as fh:
+                fh.writelines(drop)
+            _write_atomic(path, "".join(keep))
+            moved += len(drop)
+    _recover_lost_steps(Path(run_dir), step)
+    return moved
+
+
+def _recover_lost_steps(run_dir: Path, step: int) -> None:
+    """verl saves a step's checkpoint before it logs the step's metrics: an attempt stopped in between
+    leaves a checkpointed step with rollouts but no metrics line. Write that line from its rollouts
+    (``"recovered": true``, without verl's own metrics) so the curve has no hole."""
+    rollouts, _ = read_jsonl(run_dir / "rollouts.jsonl")
+    metrics, _ = read_jsonl(run_dir / "metrics.jsonl")
+    have = {m.get("step") for m in metrics if not m.get("validation")}
+    by_step: dict[int, list[dict]] = defaultdict(list)
+    for r in rollouts:
+        if not r.get("validation") and isinstance(r.get("step"), int) and 0 < r["step"] <= step:
+            by_step[r["step"]].append(r)
+    lost = sorted(set(by_step) - have)
+    if not lost:
+        return
+    for n in lost:
+        metrics.append({"step": n, "validation": False, "recovered": True, **rollout_summary(by_step[n])})
+    metrics.sort(key=lambda m: (m.get("step") if isinstance(m.get("step"), int) else -1, bool(m.get("validation"))))
+    _write_atomic(run_dir / "metrics.jsonl", "".join(json.dumps(m) + "\n" for m in metrics))
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:.3f}" if isinstance(value, (int, float)) else "n/a"
+
+
 class Watcher:
-    def __init__(self, run_dir: Path, attempt: int, total_steps: int, out: TextIO = sys.stdout) -> None:
+    """Follows verl's metric file and rollouts.jsonl; writes one metrics.jsonl line per training step
+    (``"validation": false``) and one per evaluation (``"validation": true``, keys ``val/...``)."""
+
+    def __init__(self, run_dir: Path, attempt: int, total_steps: int, out: TextIO = sys.stdout,
+                 start_step: int = 0) -> None:
         self.run_dir = Path(run_dir)
         self.verl_file = self.run_dir / "logs" / f"verl_metrics.{attempt}.jsonl"
         self.rollouts_file = self.run_dir / "rollouts.jsonl"
@@ -136,42 +209,55 @@ class Watcher:
         self.started = time.monotonic()
         self.verl_offset = 0
         self.rollout_offset = self.rollouts_file.stat().st_size if self.rollouts_file.exists() else 0
-        self.pending: dict[Any, list[dict]] = defaultdict(list)
+        # rollouts by (trainer step, validation); each rollout names the step it was drawn for
+        self.pending: dict[tuple[Any, bool], list[dict]] = defaultdict(list)
         self.first_step: int | None = None
         self.first_step_at = 0.0
-        self.last_step = 0
+        self.start_step = start_step
+        self.last_step = start_step
 
     def poll(self) -> None:
         rollouts, self.rollout_offset = read_jsonl(self.rollouts_file, self.rollout_offset)
         for r in rollouts:
-            if not r.get("validation"):
-                self.pending[r.get("step")].append(r)
+            self.pending[(r.get("step"), bool(r.get("validation")))].append(r)
         records, self.verl_offset = read_jsonl(self.verl_file, self.verl_offset)
         for rec in records:
-            self._step(int(rec.get("step", 0)), rec.get("data", {}))
+            step, data = int(rec.get("step", 0)), rec.get("data", {})
+            if any(k.startswith("val") for k in data):
+                self._validation(step, data)
+            if any(k.startswith("actor/") or k.startswith("critic/") for k in data):
+                self._step(step, data)
         status = check_checkpoint(self.run_dir)
         if status:
             print(f"  checkpoint saved: step {status['step']} -> {status['hf_model']}", file=self.out, flush=True)
 
+    def _write(self, line: dict) -> None:
+        with self.metrics_file.open("a") as fh:
+            fh.write(json.dumps(line) + "\n")
+
+    def _validation(self, step: int, data: dict) -> None:
+        rollouts = self.pending.pop((step, True), [])
+        summary = rollout_summary(rollouts)
+        line: dict[str, Any] = {"step": step, "validation": True, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        line.update({f"val/{k}": v for k, v in summary.items()})
+        line["verl"] = {k: _finite(v) for k, v in data.items() if k.startswith("val") and _finite(v) is not None}
+        self._write(line)
+        parts = ", ".join(f"{k[len('val/reward/'):]} {_fmt(v)}" for k, v in line.items() if k.startswith("val/reward/"))
+        print(f"validation at step {step}: reward {_fmt(line['val/reward_mean'])}" + (f" ({parts})" if parts else "")
+              + f"  tool calls/rollout {_fmt(line['val/tool_calls_per_rollout'])}  rollouts {line['val/rollouts']}"
+              + (f"  unscorable {line['val/unscorable']}" if line["val/unscorable"] else ""), file=self.out, flush=True)
+
     def _step(self, step: int, data: dict) -> None:
-        if not any(k.startswith("actor/") or k.startswith("critic/") for k in data):
-            val = {k: v for k, v in data.items() if k.startswith("val")}
-            if val:
-                print(f"  validation at step {step}: " + ", ".join(f"{k}={v:.3f}" for k, v in val.items()
-                                                                  if isinstance(v, (int, float))), file=self.out)
-            return
-        # rollouts of training step N were generated with the weights published after step N-1
-        rollouts = self.pending.pop(step - 1, []) or self.pending.pop(step, [])
-        line: dict[str, Any] = {"step": step, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        rollouts = self.pending.pop((step, False), [])
+        line: dict[str, Any] = {"step": step, "validation": False, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
         line.update(rollout_summary(rollouts))
-        if line["reward_mean"] is None:
+        if line["reward_mean"] is None and not rollouts:
             line["reward_mean"] = _finite(data.get("critic/score/mean"))
         for ours, theirs in VERL_KEYS.items():
             if theirs in data:
                 line[ours] = _finite(data[theirs])
-        line["verl"] = {k: _finite(v) for k, v in data.items() if _finite(v) is not None}
-        with self.metrics_file.open("a") as fh:
-            fh.write(json.dumps(line) + "\n")
+        line["verl"] = {k: _finite(v) for k, v in data.items() if not k.startswith("val") and _finite(v) is not None}
+        self._write(line)
         now = time.monotonic()
         if self.first_step is None:
             self.first_step, self.first_step_at = step, now
@@ -182,15 +268,14 @@ class Watcher:
         done_since_first = step - self.first_step
         pace = (now - self.first_step_at) / done_since_first if done_since_first else (line.get("step_time") or 0.0)
         eta = pace * remaining
-        reward = line.get("reward_mean")
-        reward_text = f"{reward:.3f}" if reward is not None else "n/a"
         extra = f"  unscorable {line['unscorable']}" if line.get("unscorable") else ""
-        print(f"step {step}/{self.total}  elapsed {_clock(elapsed)}  eta {_clock(eta)}  reward {reward_text}"
+        print(f"step {step}/{self.total}  elapsed {_clock(elapsed)}  eta {_clock(eta)}  reward {_fmt(line.get('reward_mean'))}"
               f"  tool calls/rollout {line.get('tool_calls_per_rollout') or 0:.2f}{extra}", file=self.out, flush=True)
 
     def finish(self) -> None:
-        print(f"agentrl: done, {self.last_step} steps in {_clock(time.monotonic() - self.started)}; "
-              f"metrics in {self.metrics_file}", file=self.out, flush=True)
+        done = self.last_step - self.start_step
+        print(f"agentrl: done, step {self.last_step} of {self.total} ({done} trained in this attempt) in "
+              f"{_clock(time.monotonic() - self.started)}; metrics in {self.metrics_file}", file=self.out, flush=True)
 
 
 def _clock(seconds: float) -> str:

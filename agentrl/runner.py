@@ -2,15 +2,16 @@
 
     runs/NAME/
       config.yaml              the config as resolved (agentrl block + verl overrides)
-      agentrl_spec.json        what the agent loop and rewards read inside verl's workers
+      agentrl_spec.json        the typed RunSpec the agent loop and rewards read inside verl's workers
       data/train.jsonl         the checked dataset in verl's row format
       training.log             everything verl printed (all attempts, appended)
-      metrics.jsonl            one line per step: verl's metrics plus reward components and tool use
-      rollouts.jsonl           every trajectory: ids, step, messages, tool calls and results, reward parts
+      metrics.jsonl            a line per training step and one per evaluation ("validation": true, val/* keys)
+      rollouts.jsonl           every trajectory: ids, trainer step, split, messages, tool calls, reward parts
       checkpoints/global_step_N/...  verl checkpoints, with an HF-format model under actor/huggingface
       checkpoint_status.json   the last *complete* checkpoint (written only after verl finished it)
 
 Running ``agentrl train`` again on the same run directory resumes from the last complete checkpoint.
+verl runs under ``agentrl.guard``, which stops its whole process tree when this process dies, however.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from typing import Any
 import yaml
 
 from agentrl import metrics as run_metrics
-from agentrl.config import ConfigError, check_verl_keys, flatten, load_config, verl_defaults
+from agentrl.config import check_verl_keys, flatten, load_config, verl_defaults
 from agentrl.dataset import convert
 from agentrl.errors import AgentrlError
-from agentrl.verl_args import build_overrides, child_env, on_cpu, to_cli
+from agentrl.spec import RunSpec
+from agentrl.verl_args import build_overrides, child_env, on_cpu, step_plan, to_cli
 
 MIN_FREE_BYTES = 200 * 1024 * 1024
 
@@ -69,7 +71,7 @@ def resolve_model(model: str) -> tuple[str, dict]:
     return paths["model_path"], paths
 
 
-def prepare(config_path: str, overrides: list[str]) -> dict[str, Any]:
+def prepare(config_path: str, overrides: list[str], check_tools: bool = True) -> dict[str, Any]:
     """Validate everything that can be validated before Ray starts; return the launch plan."""
     settings, verl_part, doc = load_config(config_path, overrides)
     verl_keys = flatten(verl_part)
@@ -90,37 +92,31 @@ def prepare(config_path: str, overrides: list[str]) -> dict[str, Any]:
         from agentrl.tools import parse_servers_config
 
         parse_servers_config(settings.tools, allow=settings.tool_allow)
+        if check_tools:
+            _check_tools(settings.tools, str(config_path))
 
     model_path, demo_paths = resolve_model(settings.model)
     train_src = settings.train_data if settings.train_data != "demo" else demo_paths.get("train_path")
     val_src = settings.val_data if settings.val_data != "demo" else demo_paths.get("val_path")
     data_dir = run_dir / "data"
     n_train = convert(train_src, data_dir / "train.jsonl")
-    n_val = convert(val_src, data_dir / "val.jsonl") if val_src else 0
+    n_val = convert(val_src, data_dir / "val.jsonl", split="val") if val_src else 0
 
-    spec = {
-        "run_dir": str(run_dir),
-        "tools": settings.tools,
-        "tool_allow": settings.tool_allow,
-        "rewards": settings.rewards,
-        "agent": settings.agent.model_dump(),
-    }
     spec_path = run_dir / "agentrl_spec.json"
-    spec_path.write_text(json.dumps(spec, indent=2))
+    RunSpec.from_settings(settings, run_dir).write(spec_path)
     cpu = on_cpu(settings)
     verl_overrides = build_overrides(settings, verl_part, model_path=model_path,
                                      train_file=str(data_dir / "train.jsonl"),
                                      val_file=str(data_dir / "val.jsonl") if n_val else None,
-                                     spec_path=str(spec_path), run_dir=run_dir, cpu=cpu)
-    steps_per_epoch = n_train // settings.batch_size
-    total = settings.max_steps or steps_per_epoch * settings.epochs
+                                     spec_path=str(spec_path), run_dir=run_dir, cpu=cpu, train_rows=n_train)
+    total = step_plan(settings, n_train).total_steps
     if total < 1:
         raise RunError(f"{train_src} has {n_train} rows, fewer than agentrl.batch_size={settings.batch_size}: "
                        f"no full training step; lower batch_size or add rows")
     resolved = {"agentrl": {**settings.model_dump(), "model": model_path}, "verl_overrides": verl_overrides,
                 "source": str(Path(config_path).resolve()), "command_line_overrides": list(overrides)}
     (run_dir / "config.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False))
-    return {"run_dir": run_dir, "lock": lock, "overrides": verl_overrides, "total_steps": min(total, settings.max_steps or total),
+    return {"run_dir": run_dir, "lock": lock, "overrides": verl_overrides, "total_steps": total,
             "cpu": cpu, "rows": n_train, "settings": settings}
 
 
@@ -130,35 +126,24 @@ def _attempt_number(run_dir: Path) -> int:
     return len(list(logs.glob("verl_metrics.*.jsonl"))) + 1
 
 
-def _stop(proc: subprocess.Popen, grace: float = 30.0) -> None:
-    """Stop verl and everything it started (Ray included): SIGINT, then SIGTERM, then SIGKILL."""
-    for sig, wait in ((signal.SIGINT, grace), (signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
-        if proc.poll() is not None:
-            break
+def _stop(guard: subprocess.Popen, grace: float = 30.0) -> None:
+    """Ask the guard to stop verl and everything below it; it returns once none of them is left."""
+    if guard.poll() is None:
         try:
-            os.killpg(proc.pid, sig)
+            guard.send_signal(signal.SIGINT)
         except ProcessLookupError:
-            break
-        try:
-            proc.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
-    try:  # Ray's own daemons live in the same process group; make sure none outlives the run
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _die_with_parent() -> None:
-    """In the verl child: get SIGINT if the agentrl process dies (kill -9 included), so verl and Ray stop too."""
-    import ctypes
-
-    PR_SET_PDEATHSIG = 1
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGINT)
+            return
+    try:
+        guard.wait(timeout=grace + 60.0)
+    except subprocess.TimeoutExpired:
+        guard.terminate()  # its fast path: SIGTERM, then SIGKILL to every descendant
+        guard.wait()
 
 
 def _lock_run_dir(run_dir: Path):
-    """One trainer per run directory: a second `agentrl train` on it fails instead of interleaving files."""
+    """One trainer per run directory: a second `agentrl train` on it fails instead of interleaving files.
+    The guard and verl's main process inherit the descriptor, so the lock stays taken until the last
+    process of an attempt is gone, even when `agentrl train` itself was killed."""
     import fcntl
 
     handle = open(run_dir / ".agentrl.lock", "w")
@@ -169,6 +154,18 @@ def _lock_run_dir(run_dir: Path):
         raise RunError(f"another `agentrl train` is already running in {run_dir}; wait for it, stop it, "
                        f"or set agentrl.run_dir to another folder") from None
     return handle
+
+
+def _check_tools(tools: Any, where: str) -> None:
+    """Every tool server answers ``list_tools`` now, before Ray starts (``--skip-tool-check`` skips this)."""
+    from agentrl.tools.cli import check
+
+    text, ok = check(tools)
+    print(f"tool servers: {text.splitlines()[-1]}", file=sys.stderr)
+    if not ok:
+        raise RunError(f"{where}: agentrl.tools: a tool server did not answer:\n{text}\n"
+                       f"Fix the server or its entry, check it with `agentrl tools check {where}`, or start "
+                       f"anyway with `agentrl train --skip-tool-check`")
 
 
 def _check_sandbox(described: list[dict], run_dir: Path, where: str) -> None:
@@ -196,8 +193,8 @@ def _check_sandbox(described: list[dict], run_dir: Path, where: str) -> None:
         box.close()
 
 
-def train(config_path: str, overrides: list[str], out=sys.stdout) -> int:
-    plan = prepare(config_path, overrides)
+def train(config_path: str, overrides: list[str], out=sys.stdout, check_tools: bool = True) -> int:
+    plan = prepare(config_path, overrides, check_tools=check_tools)
     if not plan["cpu"]:
         from agentrl import gpu_plan
 
@@ -210,9 +207,17 @@ def train(config_path: str, overrides: list[str], out=sys.stdout) -> int:
     run_dir: Path = plan["run_dir"]
     lock = plan["lock"]
     attempt = _attempt_number(run_dir)
+    run_metrics.check_checkpoint(run_dir)  # a checkpoint verl finished after its watcher died counts too
     resume = run_metrics.last_complete_checkpoint(run_dir)
     if resume:
-        print(f"resuming {run_dir} from checkpoint step {resume['step']}", file=out)
+        if resume["step"] >= plan["total_steps"]:
+            print(f"agentrl: {run_dir} is already trained to step {resume['step']} of {plan['total_steps']}; "
+                  f"nothing to do (raise agentrl.max_steps or epochs to train further)", file=out, flush=True)
+            lock.close()
+            return 0
+        moved = run_metrics.rewind(run_dir, resume["step"], attempt)
+        print(f"resuming {run_dir} from checkpoint step {resume['step']} of {plan['total_steps']}"
+              + (f" ({moved} lines past it set aside in logs/)" if moved else ""), file=out)
     cmd = [sys.executable, "-m", "verl.trainer.main_ppo", *to_cli(plan["overrides"])]
     (run_dir / "logs" / f"command.{attempt}.json").write_text(json.dumps(cmd, indent=1))
     env = child_env(run_dir, attempt, plan["overrides"])
@@ -220,9 +225,11 @@ def train(config_path: str, overrides: list[str], out=sys.stdout) -> int:
           f"{'CPU' if plan['cpu'] else 'GPU'}; run directory {run_dir}", file=out, flush=True)
     log = open(run_dir / "training.log", "ab", buffering=0)
     log.write(f"\n===== attempt {attempt} {time.strftime('%Y-%m-%d %H:%M:%S')} =====\n".encode())
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(run_dir),
-                            start_new_session=True, preexec_fn=_die_with_parent)
-    watcher = run_metrics.Watcher(run_dir, attempt, plan["total_steps"], out=out)
+    guard_cmd = [sys.executable, "-m", "agentrl.guard", "--lock-fd", str(lock.fileno()), "--", *cmd]
+    proc = subprocess.Popen(guard_cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(run_dir),
+                            pass_fds=(lock.fileno(),))
+    watcher = run_metrics.Watcher(run_dir, attempt, plan["total_steps"], out=out,
+                                  start_step=resume["step"] if resume else 0)
     interrupted = False
     try:
         while proc.poll() is None:

@@ -6,7 +6,9 @@ rollout; GPU: vLLM), what the ``agentrl:`` block chooses, then the user's own ve
 
 from __future__ import annotations
 
+import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,30 @@ CPU_DEFAULTS: dict[str, Any] = {
 # The GPU defaults (GPU count, attention, batching, vLLM, LoRA, Ray) are planned in agentrl/gpu_plan.py.
 
 
+@dataclass(frozen=True)
+class StepPlan:
+    steps_per_epoch: int
+    epochs: int  # enough epochs for max_steps: verl stops at whichever of the two ends first
+    total_steps: int
+
+
+def step_plan(settings: AgentrlSettings, train_rows: int) -> StepPlan:
+    """How many steps the run makes (verl drops the last partial batch of an epoch).
+
+    >>> from agentrl.config import AgentrlSettings
+    >>> step_plan(AgentrlSettings(model="m", train_data="t", rewards=["math"], batch_size=2, max_steps=8), 10)
+    StepPlan(steps_per_epoch=5, epochs=2, total_steps=8)
+    """
+    per_epoch = train_rows // settings.batch_size
+    if per_epoch < 1:
+        return StepPlan(0, settings.epochs, 0)
+    epochs = settings.epochs
+    if settings.max_steps:
+        epochs = max(epochs, math.ceil(settings.max_steps / per_epoch))
+    total = settings.max_steps or per_epoch * epochs
+    return StepPlan(per_epoch, epochs, total)
+
+
 def on_cpu(settings: AgentrlSettings) -> bool:
     if settings.device != "auto":
         return settings.device == "cpu"
@@ -40,8 +66,11 @@ def on_cpu(settings: AgentrlSettings) -> bool:
 
 def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: str, train_file: str,
                     val_file: str | None, spec_path: str, run_dir: Path, cpu: bool,
-                    gpu_plan: Any = None) -> dict[str, Any]:
+                    train_rows: int | None = None, gpu_plan: Any = None) -> dict[str, Any]:
     s = settings
+    # the launch path always knows the rows; without them (a GPU plan shown on its own) a save each epoch
+    # cannot be worked out, and save_every alone decides
+    steps = step_plan(s, train_rows) if train_rows is not None else None
     mini = s.batch_size  # one optimizer step per training step
     chosen: dict[str, Any] = {
         "algorithm.adv_estimator": "agentrl_grpo",
@@ -75,10 +104,11 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
         "reward.num_workers": 1,
         "actor_rollout_ref.rollout.multi_turn.format": s.agent.tool_parser,
         "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": max(1, s.batch_size * s.samples_per_prompt),
-        "trainer.total_epochs": s.epochs,
+        "trainer.total_epochs": steps.epochs if steps else s.epochs,
         "trainer.total_training_steps": s.max_steps,
-        "trainer.save_freq": s.save_every if s.save_every > 0 else -1,
-        "trainer.test_freq": -1 if not s.val_data else max(1, s.save_every or 10),
+        # verl saves when step % save_freq == 0 and at the last step: 0 means once an epoch and at the end
+        "trainer.save_freq": s.save_every or (steps.steps_per_epoch if steps else -1),
+        "trainer.test_freq": -1 if not s.val_data else (s.save_every or min(steps.steps_per_epoch if steps else 10, 10)),
         "trainer.val_before_train": bool(s.val_data),
         "trainer.logger": ["console", "file"],
         "trainer.project_name": "agentrl",
@@ -94,6 +124,8 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
             "actor_rollout_ref.model.lora_alpha": s.lora.alpha,
             "actor_rollout_ref.model.target_modules": s.lora.target_modules,
         })
+        if cpu:  # the CPU rollout takes whole weights: verl merges the adapters into them before each sync
+            chosen["actor_rollout_ref.model.lora.merge"] = True
     merged = dict(CPU_DEFAULTS) if cpu else {}
     merged.update(chosen)
     if not cpu:

@@ -43,16 +43,18 @@ def main() -> int:
         if subprocess.run(cmd).returncode != 0:
             print("training failed; see", run / "training.log")
             return 1
-    metrics = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines() if l.strip()]
-    rollouts = [json.loads(l) for l in (run / "rollouts.jsonl").read_text().splitlines() if l.strip()]
+    metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    rollouts = [json.loads(line) for line in (run / "rollouts.jsonl").read_text().splitlines() if line.strip()]
     by_step = defaultdict(list)
     for r in rollouts:
         if not r.get("validation"):
             by_step[r["step"]].append(r)
     rows = []
     for m in metrics:
+        if m.get("validation"):
+            continue
         v = m["verl"]
-        rs = by_step.get(m["step"] - 1, [])
+        rs = by_step.get(m["step"], [])  # each rollout names the trainer step it was drawn for
         step = v.get("timing_s/step", 0.0)
         gen = v.get("timing_s/gen", 0.0)
         # The rollouts of a step run concurrently: their span is the agent loop's wall time. Within it, the

@@ -22,7 +22,6 @@ import signal
 import socket
 import sys
 import time
-import traceback
 
 from . import cgroup, harden
 from . import template as template_mod

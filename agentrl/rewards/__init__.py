@@ -19,11 +19,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from agentrl.rewards.errors import Unscorable
 from agentrl.rewards.loading import Reward, RewardConfigError, load_reward
 from agentrl.rewards.rewardset import RewardSet, ScoreResult
-
-PRESETS = ("math", "coding", "llm_judge", "tool_use", "custom")
 
 # Modules a preset file (and so a file written by `agentrl reward new`) imports when it runs in the sandbox.
 # The sandbox allow-list must admit these top-level imports, and the zygote should preimport the helpers
@@ -38,16 +38,28 @@ SANDBOX_IMPORTS = (
 )
 
 
+def presets() -> dict[str, Path]:
+    """Every registered reward that ships a copyable file (``source=`` in its registration), by name."""
+    from agentrl import plugins
+
+    return {name: Path(entry.extra["source"]) for name, entry in plugins.rewards().items() if entry.extra.get("source")}
+
+
 def preset_source(name: str) -> str:
     """The text of a preset file, for ``agentrl reward new --preset NAME > reward.py``."""
-    from agentrl.rewards.builtin import preset_path
-
-    if name not in PRESETS:
+    table = presets()
+    if name not in table:
         from agentrl.plugins import unknown_name_error
 
-        raise unknown_name_error("preset", name, list(PRESETS))
-    return preset_path(name).read_text()
+        raise unknown_name_error("preset", name, list(table))
+    return table[name].read_text()
+
+
+def __getattr__(name: str):
+    if name == "PRESETS":  # the preset names, asked of the plugin hook each time: no second table
+        return tuple(presets())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["load_reward", "RewardSet", "ScoreResult", "Unscorable", "Reward", "RewardConfigError",
-           "preset_source", "PRESETS", "SANDBOX_IMPORTS"]
+           "preset_source", "presets", "SANDBOX_IMPORTS"]

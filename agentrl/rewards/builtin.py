@@ -1,7 +1,11 @@
 """The built-in reward presets, registered through the same hook as any pip-installed plugin.
 
-math, coding, llm_judge and tool_use are trusted code and run in-process; ``custom`` is registered as
-a file path, so it runs in the sandbox like a user's own reward file.
+    register("math", math.grade, description="...", source=Path(math.__file__))
+
+What is registered says how far it is trusted: a callable runs in-process (the plugin that registers it
+vouches for it); a path, like ``custom``, runs in the sandbox like a user's own reward file. ``source``
+makes a registration a *preset*: ``agentrl reward new --preset NAME`` copies that file, and a reward file
+byte-for-byte equal to a callable preset's source is as trusted as the preset itself.
 """
 
 from __future__ import annotations
@@ -11,21 +15,19 @@ from pathlib import Path
 from agentrl.hookspecs import hookimpl
 
 
-TRUSTED_PRESETS = ("math", "coding", "llm_judge", "tool_use")
-
-
 @hookimpl
 def register_rewards(register):
     from agentrl.presets import coding, llm_judge, math, tool_use
 
-    register("math", math.grade, description="final answer equals metadata.expected_answer (numbers, LaTeX, sympy)")
-    register("coding", coding.grade, description="fraction of metadata.tests passed, run in the sandbox")
-    register("llm_judge", llm_judge.grade, description="an LLM grades the answer against metadata.rubric")
-    register("tool_use", tool_use.grade, description="metadata.expected_tools were called (set, order, arguments)")
-    register("custom", str(preset_path("custom")), description="the editable template, run in the sandbox")
-
-
-def preset_path(name: str) -> Path:
+    for module, description in (
+        (math, "final answer equals metadata.expected_answer (numbers, LaTeX, sympy)"),
+        (coding, "fraction of metadata.tests passed, run in the sandbox"),
+        (llm_judge, "an LLM grades the answer against metadata.rubric"),
+        (tool_use, "metadata.expected_tools were called (set, order, arguments)"),
+    ):
+        register(module.__name__.rsplit(".", 1)[-1], module.grade, description=description,
+                 source=Path(module.__file__).resolve())
     import agentrl.presets
 
-    return Path(agentrl.presets.__file__).resolve().parent / f"{name}.py"
+    custom = Path(agentrl.presets.__file__).resolve().parent / "custom.py"
+    register("custom", str(custom), description="the editable template, run in the sandbox", source=custom)

@@ -17,11 +17,11 @@ import inspect
 import math
 import numbers
 import os
-import threading
 import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+from agentrl.deadline import DeadlineExceeded, acall_with_deadline, call_with_deadline
 from agentrl.errors import AgentrlError
 from agentrl.rewards.errors import Unscorable
 from agentrl.trajectory import as_item, as_sample, unwrap
@@ -54,23 +54,10 @@ def _where(exc: BaseException) -> str:
 
 
 def _run_in_thread(fn: Callable[[], Any], timeout: float, name: str) -> Any:
-    """Run ``fn`` in a daemon thread and wait at most ``timeout`` s. Works off the main thread."""
-    box: dict = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # carried to the caller
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name=f"reward-{name}", daemon=True)
-    thread.start()
-    thread.join(timeout)
-    if thread.is_alive():
-        raise Unscorable(f"{name}: timeout after {timeout:g}s")
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
+    try:
+        return call_with_deadline(fn, timeout, name)
+    except DeadlineExceeded:
+        raise Unscorable(f"{name}: timeout after {timeout:g}s") from None
 
 
 class Reward:
@@ -124,27 +111,9 @@ class Reward:
 
 async def _in_thread_async(fn: Callable[[], Any], timeout: float, name: str) -> Any:
     """Like ``_run_in_thread`` without blocking the event loop; a stuck thread is abandoned, not awaited."""
-    loop = asyncio.get_running_loop()
-    fut = loop.create_future()
-
-    def done(ok: bool, value: Any) -> None:
-        if not fut.done():
-            fut.set_result(value) if ok else fut.set_exception(value)
-
-    def target() -> None:
-        try:
-            value, ok = fn(), True
-        except BaseException as exc:
-            value, ok = exc, False
-        try:
-            loop.call_soon_threadsafe(done, ok, value)
-        except RuntimeError:  # loop closed after a timeout
-            pass
-
-    threading.Thread(target=target, name=f"reward-{name}", daemon=True).start()
     try:
-        return await asyncio.wait_for(fut, timeout)
-    except asyncio.TimeoutError:
+        return await acall_with_deadline(fn, timeout, name)
+    except DeadlineExceeded:
         raise Unscorable(f"{name}: timeout after {timeout:g}s") from None
 
 
@@ -214,12 +183,26 @@ def _read_paths(name: str, declared: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _compiles_in_sandbox(name: str, source: str, filename: str) -> None:
+    """Compile the file under the sandbox's policy now, so a rejected construct stops the run before it
+    starts instead of making every rollout unscorable."""
+    try:
+        from agentrl.sandbox.policy import GraderSourceError, compile_grader
+    except ImportError:  # reported with its fix by the caller
+        return
+    try:
+        compile_grader(source, filename)
+    except GraderSourceError as exc:
+        raise RewardConfigError(f"reward {name!r}: the sandbox will not run {filename}:\n{exc}") from None
+
+
 def _sandboxed(name: str, path: Path, options: dict) -> Reward:
     try:
         source = path.read_text()
     except OSError as exc:
         raise RewardConfigError(f"reward {name!r}: cannot read {path}: {exc.strerror}") from None
     decl = file_declarations(source, str(path))
+    _compiles_in_sandbox(name, source, str(path))
     extra = {k: v for k, v in options.items() if k not in LOADER_OPTIONS}
     if extra:
         raise RewardConfigError(f"reward {name!r} is a file run in the sandbox; options {sorted(extra)} cannot reach it. "
@@ -265,22 +248,22 @@ def _in_process(name: str, fn: Callable, origin: str, options: dict) -> Reward:
 
 
 def _identical_preset(path: Path) -> Callable | None:
-    """The preset's grade() when ``path`` holds exactly a trusted preset's text (custom is never trusted)."""
-    import importlib
-
-    from agentrl.rewards.builtin import TRUSTED_PRESETS, preset_path
+    """The registered grade() whose preset file ``path`` reproduces byte for byte. Only callables qualify:
+    a preset registered as a path (``custom``) is sandboxed code itself."""
+    from agentrl import plugins
 
     try:
         text = path.read_bytes()
     except OSError:
         return None
-    for name in TRUSTED_PRESETS:
-        if preset_path(name).read_bytes() == text:
-            return importlib.import_module(f"agentrl.presets.{name}").grade
+    for entry in plugins.rewards().values():
+        source = entry.extra.get("source")
+        if source and callable(entry.value) and Path(source).read_bytes() == text:
+            return entry.value
     return None
 
 
-def _looks_like_path(spec: str) -> bool:
+def looks_like_path(spec: str) -> bool:
     return spec.endswith(".py") or "/" in spec or os.sep in spec
 
 
@@ -296,7 +279,7 @@ def load_reward(spec: Any, *, where: str = "", **options: Any) -> Reward:
         return _in_process(name, spec, f"callable {getattr(spec, '__module__', '?')}.{name}", options)
     if not isinstance(spec, str) or not spec:
         raise RewardConfigError(f"reward spec must be a name, a .py path or a callable, got {spec!r}")
-    if _looks_like_path(spec):
+    if looks_like_path(spec):
         path = Path(spec).expanduser()
         if not path.is_file():
             raise RewardConfigError(f"reward file {spec!r} not found (looked in {Path.cwd()}); check the path")

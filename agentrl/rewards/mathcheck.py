@@ -32,6 +32,7 @@ from collections import OrderedDict
 from fractions import Fraction
 from functools import lru_cache
 
+from agentrl.deadline import DeadlineExceeded, call_with_deadline
 from agentrl.rewards.errors import Unscorable
 from agentrl.rewards.mathextract import extract_final_answer, gold_answer
 from agentrl.rewards.mathnorm import Num, Seq, parse_value, same_text_key
@@ -216,14 +217,11 @@ _POOL_LOCK = threading.Lock()
 def _compare_in_thread(gold: str, pred: str, timeout: float, numeric: bool = False):
     from agentrl.rewards._mathworker import compare, numeric_value
 
-    box: dict = {}
     work = (lambda: numeric_value(gold)) if numeric else (lambda: compare(gold, pred))
-    thread = threading.Thread(target=lambda: box.update(r=work()), daemon=True)
-    thread.start()
-    thread.join(timeout)
-    if "r" not in box:
-        raise Unscorable(f"timeout after {timeout:g}s comparing {pred[:60]!r} with {gold[:60]!r}")
-    return box["r"]
+    try:
+        return call_with_deadline(work, timeout, "math compare")
+    except DeadlineExceeded:
+        raise Unscorable(f"timeout after {timeout:g}s comparing {pred[:60]!r} with {gold[:60]!r}") from None
 
 
 def symbolic_equal(gold: str, pred: str, timeout: float = 5.0, numeric: bool = False):

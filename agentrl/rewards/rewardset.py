@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import math
-import threading
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
+from agentrl.deadline import call_with_deadline
 from agentrl.rewards.errors import Unscorable
-from agentrl.rewards.loading import Reward, RewardConfigError, load_reward
+from agentrl.rewards.loading import Reward, RewardConfigError, load_reward, looks_like_path
 
 
 @dataclass
@@ -39,6 +40,13 @@ class Component:
     reward: Reward
 
 
+def _default_label(name: Any) -> str:
+    """A component's name in metrics: a preset's name, a file's stem (``./my_reward.py`` -> my_reward)."""
+    if isinstance(name, str):
+        return Path(name).stem if looks_like_path(name) else name
+    return getattr(name, "__name__", "reward")
+
+
 class RewardSet:
     """Weighted rewards. Each entry: ``{"name": ..., "weight": 1.0, "label": ..., **options}`` or a bare name."""
 
@@ -58,7 +66,7 @@ class RewardSet:
             weight = entry.pop("weight", 1.0)
             if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 0:
                 raise RewardConfigError(f"{at}: weight must be a finite number >= 0 (0 = log only), got {weight!r}")
-            label = entry.pop("label", name if isinstance(name, str) else getattr(name, "__name__", "reward"))
+            label = entry.pop("label", _default_label(name))
             if any(c.label == label for c in self.components):
                 raise RewardConfigError(f"{at}: two rewards are labelled {label!r}; give one a distinct \"label\"")
             reward = load_reward(name, where=at, **entry)
@@ -112,17 +120,6 @@ class RewardSet:
             asyncio.get_running_loop()
         except RuntimeError:
             return asyncio.run(self.ascore(sample, item))
-        box: dict = {}
-
-        def run() -> None:
-            try:
-                box["result"] = asyncio.run(self.ascore(sample, item))
-            except BaseException as exc:  # re-raised in the caller's thread
-                box["error"] = exc
-
-        thread = threading.Thread(target=run, name="agentrl-rewardset")
-        thread.start()
-        thread.join()
-        if "error" in box:
-            raise box["error"]
-        return box["result"]
+        # every component has its own deadline; this one only stops a wait on a set that hangs past all of them
+        deadline = sum(c.reward.timeout for c in self.components) + 30.0
+        return call_with_deadline(lambda: asyncio.run(self.ascore(sample, item)), deadline, "rewardset")

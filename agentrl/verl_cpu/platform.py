@@ -178,10 +178,28 @@ def _init_process_group_cpu(*args: Any, **kwargs: Any) -> Any:
     return _original_init_process_group(*args, **kwargs)
 
 
+def _unpinned_offload() -> None:
+    """verl builds its reference model (``kl_coef > 0``) with ``CPUOffloadPolicy(pin_memory=True)``; pinned
+    memory needs an accelerator, and on the CPU the parameters are already where the policy puts them."""
+    from torch.distributed.fsdp import CPUOffloadPolicy
+
+    if getattr(CPUOffloadPolicy.__init__, "_agentrl_unpinned", False):
+        return
+    original = CPUOffloadPolicy.__init__
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        self.pin_memory = False
+
+    __init__._agentrl_unpinned = True
+    CPUOffloadPolicy.__init__ = __init__
+
+
 def activate() -> None:
     """Make this process train on the CPU: called by the verl plugin when no accelerator is present."""
     if torch.distributed.init_process_group is not _init_process_group_cpu:
         torch.distributed.init_process_group = _init_process_group_cpu
+    _unpinned_offload()
     # verl's engine registry is keyed by device; its FSDP engine is device-agnostic through
     # get_device_name(), so select it by its CUDA key.
     os.environ.setdefault("VERL_ENGINE_DEVICE", "cuda")

@@ -41,7 +41,7 @@ def test_convert_keeps_the_whole_row(tmp_path):
     rows = [GOOD, {"id": "q7", "messages": [{"role": "user", "content": "x"}], "metadata": {"rubric": {"a": [1]}}}]
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert convert(src, tmp_path / "out" / "train.jsonl") == 2
-    out = [json.loads(l) for l in (tmp_path / "out" / "train.jsonl").read_text().splitlines()]
+    out = [json.loads(line) for line in (tmp_path / "out" / "train.jsonl").read_text().splitlines()]
     assert [o["prompt"] for o in out] == [r["messages"] for r in rows]
     assert all(o["agent_name"] == "agentrl" for o in out)
     # verl needs identical extra_info keys on every row: metadata of any shape travels as one string
@@ -49,3 +49,12 @@ def test_convert_keeps_the_whole_row(tmp_path):
     back = [json.loads(o["extra_info"]["agentrl_row"]) for o in out]
     assert back[0]["metadata"] == GOOD["metadata"] and back[1]["metadata"] == rows[1]["metadata"]
     assert back[1]["id"] == "q7" and back[0]["source"] == f"{src}:1"
+
+
+def test_truncated_row_says_it_is_cut_off(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"messages": [{"role": "user", "content": "hi"}]}\n{"messages": [{"role": "user", "con\n')
+    with pytest.raises(DatasetError) as err:
+        list(read_rows(path))
+    text = str(err.value)
+    assert f"{path}:2" in text and "ends before" in text and "column 1" not in text

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 
 from agentrl.metrics import check_checkpoint, last_complete_checkpoint, rollout_summary
 from agentrl.runlog import append_jsonl, read_jsonl
@@ -45,3 +44,69 @@ def test_jsonl_reader_skips_a_partial_last_line(tmp_path):
         fh.write('2}\n')
     more, _ = read_jsonl(path, offset)
     assert more == [{"b": 2}]
+
+
+def _rollout(step, validation, reward, rid):
+    return {"rollout_id": rid, "step": step, "validation": validation, "reward": reward, "unscorable": None,
+            "components": {"math": reward}, "tool_calls": 1}
+
+
+def test_validation_is_its_own_stream(tmp_path):
+    """Rollouts carry their trainer step and split; a step's line counts only its training rollouts and each
+    evaluation gets a line of its own with val/* keys (verl logs step 2's validation inside step 2's record)."""
+    import io
+    import json as _json
+
+    from agentrl.metrics import Watcher
+    from agentrl.runlog import append_jsonl
+
+    (tmp_path / "logs").mkdir()
+    for n, (step, val, reward) in enumerate([(0, True, 0.0), (0, True, 1.0), (1, False, 1.0), (1, False, 1.0),
+                                             (2, False, 0.0), (2, False, 1.0), (2, True, 1.0), (2, True, 1.0)]):
+        append_jsonl(tmp_path / "rollouts.jsonl", _rollout(step, val, reward, f"r{n}"))
+    verl = tmp_path / "logs" / "verl_metrics.1.jsonl"
+    for step, data in [(0, {"val-core/x": 0.5}), (1, {"actor/loss": 0.1, "critic/score/mean": 1.0}),
+                       (2, {"actor/loss": 0.2, "critic/score/mean": 0.5, "val-core/x": 1.0})]:
+        append_jsonl(verl, {"step": step, "data": data})
+    out = io.StringIO()
+    w = Watcher(tmp_path, 1, 2, out=out)
+    w.rollout_offset = 0
+    w.poll()
+    lines = [_json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    train = [x for x in lines if not x["validation"]]
+    val = [x for x in lines if x["validation"]]
+    assert [x["step"] for x in train] == [1, 2] and [x["step"] for x in val] == [0, 2]
+    assert train[0]["rollouts"] == 2 and train[0]["reward_mean"] == 1.0
+    assert train[1]["rollouts"] == 2 and train[1]["reward_mean"] == 0.5
+    assert val[0]["val/reward_mean"] == 0.5 and val[0]["val/reward/math"] == 0.5 and val[0]["val/rollouts"] == 2
+    assert val[1]["val/reward_mean"] == 1.0 and "reward_mean" not in val[1]
+    assert "validation at step 2: reward 1.000 (math 1.000)" in out.getvalue()
+
+
+def test_rewind_sets_aside_what_a_resumed_run_writes_again(tmp_path):
+    from agentrl.metrics import rewind
+    from agentrl.runlog import append_jsonl
+
+    (tmp_path / "logs").mkdir()
+    for step, val in [(0, True), (1, False), (2, False), (2, True), (3, False)]:
+        append_jsonl(tmp_path / "metrics.jsonl", {"step": step, "validation": val})
+        append_jsonl(tmp_path / "rollouts.jsonl", _rollout(step, val, 1.0, f"{step}{val}"))
+    assert rewind(tmp_path, 2, attempt=2) == 4
+    for name in ("metrics.jsonl", "rollouts.jsonl"):
+        kept = [(r["step"], r["validation"]) for r in read_jsonl(tmp_path / name)[0]]
+        assert kept == [(0, True), (1, False), (2, False)]
+        aside = [(r["step"], r["validation"]) for r in read_jsonl(tmp_path / "logs" / f"rewound.2.{name}")[0]]
+        assert aside == [(2, True), (3, False)]
+
+
+def test_a_checkpointed_step_whose_metrics_line_was_lost_is_recovered_from_its_rollouts(tmp_path):
+    from agentrl.metrics import rewind
+
+    (tmp_path / "logs").mkdir()
+    append_jsonl(tmp_path / "metrics.jsonl", {"step": 1, "validation": False, "loss": 0.1})
+    for step in (1, 2, 2, 3):  # step 2 was checkpointed, then the attempt stopped before verl logged it
+        append_jsonl(tmp_path / "rollouts.jsonl", _rollout(step, False, 1.0, f"r{step}{id(step)}"))
+    rewind(tmp_path, 2, attempt=2)
+    lines = read_jsonl(tmp_path / "metrics.jsonl")[0]
+    assert [(m["step"], m.get("recovered", False)) for m in lines] == [(1, False), (2, True)]
+    assert lines[1]["rollouts"] == 2 and lines[1]["reward_mean"] == 1.0

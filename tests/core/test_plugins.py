@@ -117,3 +117,29 @@ def test_load_plugins_env_limits_what_loads(monkeypatch):
         assert plugins.tool_servers() == {}
     finally:
         plugins.reset_plugin_manager()
+
+
+def test_a_plugin_preset_is_known_by_its_registration_alone(tmp_path):
+    """A preset is a registration with ``source=``: `reward new` offers it, and a file equal to it byte for byte
+    runs in-process as trusted as the plugin; a changed copy goes to the sandbox. No table elsewhere."""
+    from agentrl.rewards import load_reward, preset_source, presets
+
+    source = tmp_path / "shout.py"
+    source.write_text("def grade(sample, item):\n    return 1.0\n")
+    module = types.ModuleType("shout_plugin")
+
+    @hookimpl
+    def register_rewards(register):
+        register("shout", lambda sample, item: 1.0, description="always 1", source=source)
+
+    module.register_rewards = register_rewards
+    plugins.reset_plugin_manager(plugins.new_plugin_manager(module))
+    try:
+        assert "shout" in presets() and preset_source("shout") == source.read_text()
+        copy = tmp_path / "copy.py"
+        copy.write_text(source.read_text())
+        assert load_reward(str(copy)).sandboxed is False
+        copy.write_text(source.read_text() + "# edited\n")
+        assert load_reward(str(copy)).sandboxed is True
+    finally:
+        plugins.reset_plugin_manager(None)

@@ -1,8 +1,11 @@
 """End to end: `agentrl train` runs verl's real GRPO trainer on the CPU with the real calculator MCP server.
 
 A small demo build (short warm-up) stands in for a real model; everything else is the real thing:
-verl's main_ppo, Ray, the agentrl_cpu rollout, the agent loop, MCP over stdio, the reward presets.
-The run is interrupted with SIGINT after its first checkpoint and then resumed to the end.
+verl's main_ppo, Ray, the agentrl_cpu rollout, the agent loop, MCP over stdio, the reward presets and a
+sandboxed reward file. One run, shared by most tests here, is written the way the README shows a config
+(relative paths, kl_coef, LoRA, save_every left unset, validation data) and lives through three attempts:
+interrupted with SIGINT after its first checkpoint, resumed and killed with `kill -9` after its next one,
+then resumed to the end.
 """
 
 from __future__ import annotations
@@ -49,14 +52,14 @@ def ray_processes() -> list[str]:
     return [p for p in out if "raylet" in p or "gcs_server" in p]
 
 
-def wait_for(predicate, timeout: float, proc: subprocess.Popen) -> None:
+def wait_for(predicate, timeout: float, proc: subprocess.Popen, every: float = 2.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
         if proc.poll() is not None:
             raise AssertionError(f"agentrl exited early with {proc.returncode}:\n{proc.stdout.read()}")
-        time.sleep(2)
+        time.sleep(every)
     proc.kill()
     raise AssertionError("timed out")
 
@@ -65,58 +68,211 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def test_train_interrupt_and_resume(tmp_path, demo):
-    config = write_config(tmp_path, demo)
-    run = tmp_path / "run"
-    status_file = run / "checkpoint_status.json"
+STEPS_RESUMED = 6  # steps are short here: room for two stops before the end
+MY_REWARD = """
+def grade(sample, item):
+    expected = item["metadata"].get("expected_answer")
+    if expected is None:
+        return None
+    return 1.0 if expected in (sample["final_answer"] or "") else 0.0
+"""
+
+
+def tree_of(pid: int) -> list:
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def alive(procs: list) -> list:
+    import psutil
+
+    out = []
+    for p in procs:
+        try:
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.Error:
+            pass
+    return out
+
+
+def lock_free(run: Path) -> bool:
+    import fcntl
+
+    with open(run / ".agentrl.lock", "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return True
+
+
+def tracker_step(run: Path) -> int:
+    path = run / "checkpoints" / "latest_checkpointed_iteration.txt"
+    return int(path.read_text().strip()) if path.exists() else 0
+
+
+@pytest.fixture(scope="module")
+def resumed_run(tmp_path_factory, demo):
+    """The README's kind of config, trained through SIGINT, kill -9 and two resumes. Returns what each
+    attempt printed and what the kill left behind."""
+    root = tmp_path_factory.mktemp("readme")
+    cfg = root / "project"
+    cfg.mkdir()
+    rows = Path(demo["train_path"]).read_text().splitlines()
+    (cfg / "train.jsonl").write_text("\n".join(rows[:2]) + "\n")  # one step an epoch: a checkpoint each step
+    (cfg / "val.jsonl").write_text("\n".join(rows[2:4]) + "\n")
+    (cfg / "my_reward.py").write_text(MY_REWARD)
+    run = root / "run"
+    block = {
+        "name": "readme", "model": demo["model_path"], "train_data": "train.jsonl", "val_data": "val.jsonl",
+        "tools": ["calculator"],
+        "rewards": [{"name": "math", "weight": 1.0}, {"name": "tool_use", "weight": 0},
+                    {"name": "./my_reward.py", "weight": 0.5}],
+        "batch_size": 2, "samples_per_prompt": 4, "max_steps": STEPS_RESUMED, "kl_coef": 0.001,
+        "lora": {"rank": 4, "alpha": 8}, "max_prompt_length": 320, "max_response_length": 64,
+        "learning_rate": 5e-4, "run_dir": str(run), "agent": {"max_turns": 2, "max_tool_calls": 2},
+    }
+    config = cfg / "config.yaml"
+    config.write_text(yaml.safe_dump({"agentrl": block}))
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    elsewhere = root  # not the config's folder: relative paths must still resolve against it
+    zygotes_before = zygotes()
+    result: dict = {"run": run}
 
+    # a shell's background job ignores SIGINT and passes that on: give agentrl the terminal's default back
     first = subprocess.Popen(AGENTRL + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True, env=env)
-    wait_for(status_file.exists, 900, first)
+                             text=True, env=env, cwd=elsewhere,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    wait_for(lambda: tracker_step(run) >= 1, 900, first, every=0.2)
+    tree = tree_of(first.pid)
     first.send_signal(signal.SIGINT)  # what Ctrl-C does
-    out1, _ = first.communicate(timeout=180)
-    assert first.returncode == 130, out1
-    assert "interrupted" in out1
-    assert ray_processes() == [], "Ray outlived the interrupted run"
-    step_at_interrupt = json.loads(status_file.read_text())["step"]
-    assert step_at_interrupt >= 1
+    result["out1"], _ = first.communicate(timeout=240)
+    result["rc1"] = first.returncode
+    result["alive_after_sigint"] = [p.cmdline() for p in alive(tree)]
+    result["step_after_sigint"] = tracker_step(run)
 
-    second = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, env=env, timeout=1200)
-    out2 = second.stdout + second.stderr
-    assert second.returncode == 0, out2
-    assert f"resuming {run} from checkpoint step" in out2
-    assert f"step {STEPS}/{STEPS}" in out2 and "eta" in out2 and "reward" in out2
+    step_before_kill = tracker_step(run)
+    second = subprocess.Popen(AGENTRL + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, env=env, cwd=elsewhere)
+    wait_for(lambda: tracker_step(run) > step_before_kill, 900, second, every=0.2)
+    tree = tree_of(second.pid)
+    result["tree_size"] = len(tree)
+    result["running_at_kill"] = second.poll() is None
+    second.kill()  # kill -9: agentrl gets no chance to clean up
+    second.wait()
+    killed_at = time.monotonic()
+    lock_taken_early = False
+    while alive(tree) and time.monotonic() - killed_at < 60:
+        lock_taken_early |= lock_free(run)
+        time.sleep(0.2)
+    result["seconds_to_clean"] = time.monotonic() - killed_at
+    result["lock_free_while_alive"] = lock_taken_early
+    result["alive_after_kill"] = [p.cmdline() for p in alive(tree)]
+    result["step_at_kill"] = tracker_step(run)  # what verl really reached; the watcher died with agentrl
+    (root / "kill9.json").write_text(json.dumps({k: result[k] for k in ("tree_size", "seconds_to_clean",
+                                                                        "step_at_kill")}))
 
-    # the run directory
+    third = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, env=env,
+                           cwd=elsewhere, timeout=1200)
+    result["out3"], result["rc3"] = third.stdout + third.stderr, third.returncode
+    deadline = time.monotonic() + 30
+    while zygotes() - zygotes_before and time.monotonic() < deadline:
+        time.sleep(1)
+    result["zygotes_left"] = zygotes() - zygotes_before
+    return result
+
+
+def test_sigint_stops_everything_and_exits_130(resumed_run):
+    assert resumed_run["rc1"] == 130, resumed_run["out1"]
+    assert resumed_run["step_after_sigint"] < STEPS_RESUMED, "verl trained on to the end after Ctrl-C"
+    assert "interrupted" in resumed_run["out1"]
+    assert resumed_run["alive_after_sigint"] == []
+
+
+def test_kill_9_leaves_nothing_running_within_10_s(resumed_run):
+    assert resumed_run["running_at_kill"], "the attempt finished before it could be killed"
+    assert resumed_run["tree_size"] >= 4  # guard, verl, Ray's daemons and workers
+    assert resumed_run["alive_after_kill"] == []
+    assert resumed_run["seconds_to_clean"] < 10, resumed_run["seconds_to_clean"]
+    assert not resumed_run["lock_free_while_alive"], "a new run could have started beside the old one"
+
+
+def test_resume_reports_the_step_verl_really_reached_and_finishes(resumed_run):
+    out = resumed_run["out3"]
+    assert resumed_run["rc3"] == 0, out
+    assert f"from checkpoint step {resumed_run['step_at_kill']} of {STEPS_RESUMED}" in out
+    assert f"step {STEPS_RESUMED}/{STEPS_RESUMED}" in out and "eta" in out and "reward" in out
+    assert f"done, step {STEPS_RESUMED} of {STEPS_RESUMED}" in out
+
+
+def test_readme_config_with_kl_and_lora_leaves_a_checkpoint(resumed_run):
+    run = resumed_run["run"]
     for name in ("config.yaml", "training.log", "metrics.jsonl", "rollouts.jsonl", "agentrl_spec.json"):
         assert (run / name).exists(), name
-    status = json.loads(status_file.read_text())
-    assert status["complete"] and status["step"] == STEPS
+    status = json.loads((run / "checkpoint_status.json").read_text())
+    assert status["complete"] and status["step"] == STEPS_RESUMED  # save_every unset: every epoch and the end
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    AutoModelForCausalLM.from_pretrained(status["hf_model"])
+    _, loading = AutoModelForCausalLM.from_pretrained(status["hf_model"], output_loading_info=True)
+    assert not any(loading.values()), loading  # LoRA folded in: plain names, nothing missing or unexpected
     AutoTokenizer.from_pretrained(status["hf_model"])
+    from safetensors import safe_open
 
+    for weights in sorted(run.glob("checkpoints/global_step_*/actor/huggingface/model.safetensors")):
+        with safe_open(str(weights), "pt") as fh:  # every checkpoint, also those of the killed attempts
+            assert not any("lora_" in k or "base_layer" in k for k in fh.keys()), weights
+    metrics = [m for m in read_jsonl(run / "metrics.jsonl") if not m["validation"]]
+    logged = [m for m in metrics if not m.get("recovered")]
+    assert logged and all(m["kl_loss"] is not None for m in logged)  # the reference model ran: kl_coef > 0 on CPU
+
+
+def test_metrics_show_each_step_once_and_validation_apart(resumed_run):
+    run = resumed_run["run"]
     metrics = read_jsonl(run / "metrics.jsonl")
-    assert metrics[-1]["step"] == STEPS
-    assert {m["step"] for m in metrics} >= set(range(step_at_interrupt + 1, STEPS + 1))
-    for key in ("reward_mean", "reward_std", "reward/math", "response_length", "kl", "advantages_mean", "loss",
-                "entropy", "grad_norm", "learning_rate", "tool_calls_per_rollout", "step_time", "unscorable"):
-        assert key in metrics[-1], key
+    train = [m for m in metrics if m["validation"] is False]
+    val = [m for m in metrics if m["validation"] is True]
+    assert [m["step"] for m in train] == list(range(1, STEPS_RESUMED + 1))
+    # a step checkpointed just before an attempt stopped may have lost verl's own metrics, not its line
+    for key in ("reward_mean", "reward_std", "reward/math", "reward/my_reward", "response_length", "kl",
+                "advantages_mean", "loss", "entropy", "grad_norm", "learning_rate", "tool_calls_per_rollout",
+                "step_time", "unscorable"):
+        assert key in train[-1], key
+    assert all(m["rollouts"] == 2 * 4 for m in train)  # this step's training rollouts only
+    val_steps = [m["step"] for m in val]
+    assert len(val_steps) == len(set(val_steps)) and 0 in val_steps and STEPS_RESUMED in val_steps
+    for m in val:
+        assert m["val/rollouts"] == 2 and "val/reward_mean" in m and "val/reward/math" in m
+        assert "reward_mean" not in m
 
+
+def test_rollouts_carry_their_step_and_split_and_none_is_repeated(resumed_run):
+    run = resumed_run["run"]
     rollouts = read_jsonl(run / "rollouts.jsonl")
-    assert len(rollouts) >= STEPS * 2 * 4 - 2 * 4 * step_at_interrupt
     ids = [r["rollout_id"] for r in rollouts]
     assert len(ids) == len(set(ids))
+    train = [r for r in rollouts if not r["validation"]]
+    assert sorted({r["step"] for r in train}) == list(range(1, STEPS_RESUMED + 1))
+    for step in range(1, STEPS_RESUMED + 1):
+        assert sum(r["step"] == step for r in train) == 2 * 4, step
+    assert {r["source"].rsplit(":", 1)[0].rsplit("/", 1)[-1] for r in rollouts if r["validation"]} == {"val.jsonl"}
     r = rollouts[-1]
     for key in ("prompt_id", "step", "messages", "trajectory", "reward", "components", "tool_calls"):
         assert key in r
-    assert r["messages"][0]["role"] in ("system", "user")
-    assert set(r["components"]) == {"math", "tool_use"}
+    # the relative reward file ran in the sandbox inside verl's worker and scored every rollout
+    assert all(r["unscorable"] is None for r in rollouts), [r["unscorable"] for r in rollouts][:3]
+    assert all(r["components"]["my_reward"] in (0.0, 1.0) for r in rollouts)
+    assert set(rollouts[0]["components"]) == {"math", "tool_use", "my_reward"}
     called = [s for x in rollouts for s in x["trajectory"] if s["tool_calls"]]
     for step in called:  # every tool call the model made got a result from the real calculator server
         assert len(step["tool_results"]) >= len(step["tool_calls"])
+    assert resumed_run["zygotes_left"] == set(), "sandbox workers outlived the training run"
 
 
 @pytest.mark.parametrize("change, needle", [
@@ -124,8 +280,12 @@ def test_train_interrupt_and_resume(tmp_path, demo):
     ({"tools": ["calculater"]}, "calculater"),
     ({"train_data": "/nonexistent/train.jsonl"}, "/nonexistent/train.jsonl"),
     ({"run_dir": "/proc/version/run"}, "not writable"),
+    ({"rewards": [{"name": "./missing_reward.py"}]}, "missing_reward.py"),
+    ({"rewards": [{"name": "./rejected_reward.py"}]}, "rejected_reward.py, line 2"),  # the sandbox's policy
+    ({"group_size": 4}, "'agentrl.samples_per_prompt'"),
 ])
 def test_bad_input_fails_before_training(tmp_path, demo, change, needle):
+    (tmp_path / "rejected_reward.py").write_text("def grade(sample, item):\n    _x = 1\n    return 1.0\n")
     config = write_config(tmp_path, demo, **change)
     result = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, timeout=300)
     assert result.returncode == 2, result.stdout + result.stderr
@@ -148,7 +308,10 @@ def test_dead_tool_server_makes_rollouts_unscorable_not_zero(tmp_path, demo):
     unscorable with the cause, and never record a 0 reward for them."""
     dead = {"dead": {"command": sys.executable, "args": ["-c", "import sys; sys.exit(3)"], "retries": 1}}
     config = write_config(tmp_path, demo, tools=dead, max_steps=1, save_every=0)
-    result = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, timeout=1200)
+    checked = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, timeout=300)
+    assert checked.returncode == 2 and "--skip-tool-check" in checked.stderr  # found before Ray starts
+    result = subprocess.run(AGENTRL + ["train", str(config), "--skip-tool-check"], capture_output=True, text=True,
+                            timeout=1200)
     assert result.returncode == 0, result.stdout + result.stderr
     run = tmp_path / "run"
     rollouts = read_jsonl(run / "rollouts.jsonl")
@@ -177,48 +340,6 @@ def test_one_trainer_per_run_directory(tmp_path, demo):
     assert not (run / "config.yaml").exists()
 
 
-def test_kill_9_then_resume(tmp_path, demo):
-    """`kill -9` of agentrl (no chance to clean up): verl and Ray must still go, and a rerun resumes."""
-    config = write_config(tmp_path, demo, max_steps=2)
-    run = tmp_path / "run"
-    proc = subprocess.Popen(AGENTRL + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
-    wait_for((run / "checkpoint_status.json").exists, 900, proc)
-    proc.kill()
-    proc.wait(timeout=30)
-    deadline = time.monotonic() + 120
-    while ray_processes() and time.monotonic() < deadline:
-        time.sleep(2)
-    assert ray_processes() == [], "verl and Ray outlived a killed agentrl"
-    second = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, timeout=1200)
-    assert second.returncode == 0, second.stdout + second.stderr
-    assert "resuming" in second.stdout
-    assert json.loads((run / "checkpoint_status.json").read_text())["step"] == 2
-
-
 def zygotes() -> set[int]:
     out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout.splitlines()
     return {int(line.split(None, 1)[0]) for line in out if "agentrl.sandbox.zygote" in line}
-
-
-def test_sandboxed_reward_file_scores_inside_verl(tmp_path, demo):
-    """The `custom` preset is a reward file: it runs in the sandbox that verl's agent-loop worker starts.
-    Every rollout gets a real score from it, the isolation was reported before the run, and no sandbox
-    process outlives the run."""
-    before = zygotes()
-    config = write_config(tmp_path, demo, max_steps=1, save_every=0,
-                          rewards=[{"name": "math", "weight": 1.0}, {"name": "custom", "weight": 0.5}])
-    result = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, timeout=1200)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "sandbox isolation: strong" in result.stderr
-    run = tmp_path / "run"
-    assert json.loads((run / "sandbox_isolation.json").read_text())["landlock_fs"]["ok"]
-    rollouts = read_jsonl(run / "rollouts.jsonl")
-    assert rollouts and all(r["unscorable"] is None for r in rollouts), [r["unscorable"] for r in rollouts]
-    assert all(r["components"]["custom"] in (0.0, 1.0) for r in rollouts)
-    metrics = read_jsonl(run / "metrics.jsonl")[-1]
-    assert "reward/custom" in metrics and metrics["unscorable"] == 0
-    deadline = time.monotonic() + 30
-    while zygotes() - before and time.monotonic() < deadline:
-        time.sleep(1)
-    assert zygotes() - before == set(), "sandbox workers outlived the training run"

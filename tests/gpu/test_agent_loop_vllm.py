@@ -74,7 +74,7 @@ def run_once(build, expected="5"):
         return loop, await loop.run({"temperature": 1.0, "logprobs": True}, extra_info={"agentrl_row": json.dumps(row)})
 
     loop, out = asyncio.run(main())
-    with open(loop.spec["run_dir"] + "/rollouts.jsonl") as fh:
+    with open(loop.state.spec.run_dir + "/rollouts.jsonl") as fh:
         record = json.loads(fh.read().splitlines()[-1])
     return out, record
 

@@ -1,0 +1,82 @@
+"""What one agent-loop worker process keeps between rollouts: built from a ``RunSpec``, closed once.
+
+    state = WorkerState(RunSpec.read("runs/demo/agentrl_spec.json"))
+    result = await state.rewards.ascore(sample, item)
+    hub = state.hub()            # this event loop's ToolHub (None when the run has no tools)
+    await state.aclose()
+
+verl instantiates the agent loop class once per rollout, so the loop asks ``WorkerState.for_file`` for
+the worker's one state object; an embedding (a local engine, a test) builds ``WorkerState(spec)`` itself.
+Nothing here imports verl.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from agentrl.spec import RunSpec
+
+
+class WorkerState:
+    """The reward set, one ToolHub per event loop, the simulated user and the newest policy version seen."""
+
+    _by_file: dict[str, "WorkerState"] = {}
+
+    def __init__(self, spec: RunSpec) -> None:
+        self.spec = spec
+        self._rewards: Any = None
+        self._hubs: dict[int, Any] = {}  # MCP sessions belong to the event loop that opened them
+        self._user: Any = None
+        # the newest policy version this worker has seen, for rollouts that fail before reaching the model
+        self.last_versions: dict[str, Any] = {"global_steps": 0, "min_global_steps": 0, "max_global_steps": 0}
+
+    @classmethod
+    def for_file(cls, path: str) -> "WorkerState":
+        """The state of this worker process for the spec at ``path`` (read and validated once)."""
+        if path not in cls._by_file:
+            cls._by_file[path] = cls(RunSpec.read(path))
+        return cls._by_file[path]
+
+    @property
+    def rewards(self):
+        if self._rewards is None:
+            from agentrl.rewards import RewardSet
+
+            self._rewards = RewardSet.from_config(self.spec.rewards, where="agentrl.rewards")
+        return self._rewards
+
+    def hub(self):
+        if not self.spec.tools:
+            return None
+        key = id(asyncio.get_running_loop())
+        if key not in self._hubs:
+            from agentrl.tools import ToolHub
+
+            self._hubs[key] = ToolHub.from_config(self.spec.tools, allow=self.spec.tool_allow,
+                                                  max_result_chars=self.spec.agent.max_tool_result_chars)
+        return self._hubs[key]
+
+    def simulated_user(self):
+        options = self.spec.agent.simulated_user
+        if not options:
+            return None
+        if self._user is None:
+            from agentrl.tools.simuser import SimulatedUser
+
+            options = dict(options)
+            key_env = options.pop("api_key_env", None)
+            if key_env:
+                options["api_key"] = os.environ.get(key_env)
+            self._user = SimulatedUser(options.pop("model"), **options)
+        return self._user
+
+    async def aclose(self) -> None:
+        """Close this event loop's hub (its MCP sessions and servers)."""
+        hub = self._hubs.pop(id(asyncio.get_running_loop()), None)
+        close = getattr(hub, "aclose", None) or getattr(hub, "close", None)
+        if close is not None:
+            result = close()
+            if asyncio.iscoroutine(result):
+                await result

@@ -1,0 +1,62 @@
+"""The guard ties a process tree to agentrl: kill -9 of its parent stops every descendant, even ones that
+left the process group and were orphaned, and the run lock stays taken until the last one is gone.
+Real processes, real signals; a small shell tree stands in for verl and Ray."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+
+# A "runner" that takes the lock, starts the guard over a tree whose grandchild leaves the session and
+# ignores SIGTERM (as a stuck Ray worker might), then prints the tree's pids and sleeps.
+RUNNER = textwrap.dedent("""
+    import fcntl, subprocess, sys, time
+    lock = open(sys.argv[1], "w")
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    tree = ("import os, signal, subprocess, sys, time\\n"
+            "subprocess.Popen([sys.executable, '-c', 'import os, signal, time; os.setsid(); "
+            "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)'])\\n"
+            "time.sleep(600)\\n")
+    guard = subprocess.Popen([sys.executable, "-m", "agentrl.guard", "--lock-fd", str(lock.fileno()), "--",
+                              sys.executable, "-c", tree], pass_fds=(lock.fileno(),))
+    print(guard.pid, flush=True)
+    time.sleep(600)
+""")
+
+
+def _lock_free(path) -> bool:
+    with open(path, "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return True
+
+
+def test_kill_9_of_the_parent_stops_the_whole_tree_and_then_frees_the_lock(tmp_path):
+    lock = tmp_path / ".agentrl.lock"
+    runner = subprocess.Popen([sys.executable, "-c", RUNNER, str(lock)], stdout=subprocess.PIPE, text=True)
+    guard = psutil.Process(int(runner.stdout.readline()))
+    deadline = time.monotonic() + 20
+    while len(guard.children(recursive=True)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    tree = [guard, *guard.children(recursive=True)]
+    assert len(tree) == 3
+    assert not _lock_free(lock)
+
+    os.kill(runner.pid, signal.SIGKILL)
+    runner.wait()
+    killed_at = time.monotonic()
+    while any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in tree):
+        assert _lock_free(lock) is False, "the lock was free while a process of the attempt lived"
+        assert time.monotonic() - killed_at < 10, [p.cmdline() for p in tree if p.is_running()]
+        time.sleep(0.1)
+    assert _lock_free(lock)
