@@ -31,7 +31,7 @@ import httpx
 from aiolimiter import AsyncLimiter
 
 from agentrl.tools.config import ServerSpec, ToolConfigError
-from agentrl.tools.types import ROLLOUT_HEADER, CallOutcome, ToolSpec, TransportFailure
+from agentrl.tools.types import ROLLOUT_HEADER, CallOutcome, ToolSpec, TransportFailure, refused
 
 MAX_BODY = 1_000_000  # the Agent RFT contract's 1 MB payload
 
@@ -139,8 +139,8 @@ class FunctionConnection:
         except httpx.TimeoutException as exc:
             raise TransportFailure("timeout", f"no answer from {self.spec.url}: {type(exc).__name__}") from exc
         except httpx.TransportError as exc:
-            reason = "connection refused" if isinstance(exc, httpx.ConnectError) and "refused" in str(exc).lower() else str(exc)
-            raise TransportFailure("transport", f"{self.spec.url}: {type(exc).__name__}: {reason}") from exc
+            reason = "connection refused (is the server running?)" if refused(exc) else f"{type(exc).__name__}: {exc}"
+            raise TransportFailure("transport", f"{self.spec.url}: {reason}") from exc
         status, text = response.status_code, response.text[:MAX_BODY]
         if status in (401, 403):
             raise self._unauthorized(status, self.spec.url)

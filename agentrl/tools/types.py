@@ -107,3 +107,13 @@ def new_connection(spec, rollout_id: str | None = None):
     from agentrl.tools.client import Connection
 
     return Connection(spec, rollout_id=rollout_id)
+
+
+def refused(exc: BaseException) -> bool:
+    """Was this (an httpx error, or what it wraps) a refused connection: nothing listens there?"""
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, ConnectionRefusedError) or "connection refused" in str(exc).lower():
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
