@@ -143,3 +143,17 @@ def test_missing_declared_env_fails_at_load_time(monkeypatch):
     with pytest.raises(ValueError, match="NOT_SET_KEY"):
         RewardSet.from_config([{"name": "llm_judge", "env": ["NOT_SET_KEY"]}])
 
+
+
+def test_a_judge_nobody_listens_on_says_connection_refused_and_where():
+    import socket
+
+    from agentrl.rewards.judge import judge_score_sync
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    base = f"http://127.0.0.1:{port}/v1"
+    with pytest.raises(Unscorable) as info:
+        judge_score_sync("q", model="openai/judge", api_base=base, retries=1, backoff=0.01, cache=False)
+    assert f"cannot connect to {base}: connection refused" in info.value.cause and "HTTP 500" not in info.value.cause
