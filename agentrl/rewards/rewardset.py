@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
+from pathlib import Path
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -52,6 +53,12 @@ class RewardSet:
         for n, entry in enumerate(config):
             at = f"{where}[{n}]"
             entry = {"name": entry} if isinstance(entry, str) else dict(entry) if isinstance(entry, dict) else None
+            if entry is not None and "type" in entry and "grader" not in entry:  # an OpenAI grader dict as the entry
+                grader = {k: v for k, v in entry.items() if k not in ("weight", "label")}
+                entry = {"name": grader, "weight": entry.get("weight", 1.0), "label": entry.get("label") or grader.get("name") or grader["type"]}
+            elif entry is not None and "grader" in entry:  # {"grader": {...} or "grader.json", "weight": ...}
+                entry["name"] = entry.pop("grader")
+                entry.setdefault("label", entry["name"].get("name", "grader") if isinstance(entry["name"], dict) else Path(str(entry["name"])).stem)
             if entry is None or "name" not in entry:
                 raise RewardConfigError(f"{at}: each reward needs a \"name\" (a preset, plugin or .py path), got {config[n]!r}")
             name = entry.pop("name")
