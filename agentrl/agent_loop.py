@@ -136,7 +136,7 @@ class AgentrlAgentLoop(AgentLoopBase):
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         started, wall_started = time.perf_counter(), time.time()
         row = json.loads(kwargs["extra_info"]["agentrl_row"])
-        item = make_item(row["messages"], row.get("metadata"), id=row["id"], source=row.get("source"))
+        item = make_item(row["messages"], row.get("metadata"), **row.get("fields", {}), id=row["id"], source=row.get("source"))
         rollout_id = f"r-{uuid.uuid4().hex[:16]}"
         hub = _hub(self.spec_path, self.spec)
         st = _State(messages=[dict(m) for m in row["messages"]])

@@ -87,6 +87,8 @@ def convert(src: str | Path, dst: str | Path, agent_name: str = "agentrl") -> in
             "metadata": row.get("metadata", {}),
             "id": row_id(src, lineno, row),
             "source": f"{src}:{lineno}",
+            # the row's other fields (e.g. the Agent RFT tutorial's top-level reference_answer) for {{item.<field>}}
+            "fields": {k: v for k, v in row.items() if k not in ("messages", "metadata", "id", "source", "prompt")},
         }
         rows.append({
             "prompt": row["messages"],

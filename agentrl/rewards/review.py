@@ -111,8 +111,11 @@ def static_check(rewards_config: list, rows: list[tuple[str, Any]], where: str) 
         rewards = RewardSet.from_config(rewards_config, where=where)
         for comp in rewards.components:
             grader = getattr(comp.reward, "grader", None)
+            template = comp.reward.options.get("template")
             if grader is not None:
                 check_rows(grader.item_fields, rows, f"{where}: {comp.label}")
+            elif isinstance(template, str):  # an llm_judge-style template option
+                check_judge_template(template, rows, f"{where}: {comp.label}.template")
             elif comp.reward.sandboxed and str(comp.reward.origin).endswith(".py"):
                 from agentrl.rewards.graders import check_source
 
@@ -123,6 +126,21 @@ def static_check(rewards_config: list, rows: list[tuple[str, Any]], where: str) 
     labels = ", ".join(c.label for c in rewards.components)
     return Check("static", True, [f"{len(rewards.components)} reward(s) load ({labels}); templates name fields every "
                                   f"row has; declared env present"]), rewards
+
+
+def check_judge_template(template: str, rows: list[tuple[str, Any]], where: str) -> None:
+    from agentrl.rewards.gradertemplate import check_rows
+    from agentrl.rewards.judge import template_fields
+
+    sample_keys = ("final_answer", "trajectories", "messages", "rollout_id")
+    required = set()
+    for path, optional in template_fields(template):
+        root, _, rest = path.partition(".")
+        if root == "sample" and rest.split(".")[0] not in sample_keys:
+            raise RewardConfigError(f"{where}: {{{path}}} does not exist; a sample has {', '.join(sample_keys)}")
+        if root == "item" and not optional and rest not in ("prompt", "messages", "id", "source"):
+            required.add(rest[len("metadata."):] if rest.startswith("metadata.") else rest)
+    check_rows(required, rows, where)
 
 
 def review(rewards_config: list, rows: list[tuple[str, Any]], *, cases: str | None = None,

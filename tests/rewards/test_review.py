@@ -125,3 +125,12 @@ def test_reward_new_describe_drafts_reviews_and_writes(tmp_path, capsys):
                    model.api_base, "--out", str(hacked)])
     assert rc == 1 and not hacked.exists()
     assert "not written" in capsys.readouterr().out
+
+
+def test_a_judge_template_naming_a_field_no_row_has_stops_train_before_anything_starts(tmp_path, capsys):
+    judge = {"name": "llm_judge", "model": "openai/judge", "api_base": "http://127.0.0.1:9/v1",
+             "template": "Reference: {{item.reference_answer}}\nRubric: {{item.metadata.rubric}}\n{{sample.final_answer}}"}
+    config = write_config(tmp_path, rewards=[judge])
+    assert main(["train", config]) == 2
+    out = capsys.readouterr().out
+    assert "static       FAIL" in out and "{{item.reference_answer}}" in out and "1 of 2 rows lack (first: train.jsonl:2)" in out

@@ -5,6 +5,7 @@
     POST /flaky       answers 503 the first ``FLAKY_FAILS`` times (per process), then like /search
     POST /crash       always 500
     POST /bad_request always 422 with a structured error the model should read
+    POST /add, /subtract, /multiply   {"arguments": {"a": 2, "b": 3}}  ->  {"output": "5"}  (the demo model's tools)
 
 Bearer auth: every route but /openapi.json wants ``Authorization: Bearer $RFT_TOKEN`` (default "secret").
 Errors the model caused are structured output with status 200 ({"output": null, "error": "...", "call_id"}),
@@ -96,6 +97,38 @@ def lookup(call: LookupCall, authorization: str | None = Header(None), x_agentrl
     if figure is None:
         return {"output": None, "error": f"unknown metric; known: {sorted(FIGURES)}", "call_id": call.call_id}
     return {"output": figure, "call_id": call.call_id}
+
+
+class Pair(BaseModel):
+    a: float = Field(description="the first number")
+    b: float = Field(description="the second number")
+
+
+class PairCall(BaseModel):
+    arguments: Pair
+    call_id: str | None = None
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(x)
+
+
+@app.post("/add", description="Add two numbers: a + b.")
+def add(call: PairCall, x_agentrl_rollout_id: str | None = Header(None)):
+    _log("add", call.call_id, x_agentrl_rollout_id)
+    return {"output": _number(call.arguments.a + call.arguments.b), "call_id": call.call_id}
+
+
+@app.post("/subtract", description="Subtract b from a: a - b.")
+def subtract(call: PairCall, x_agentrl_rollout_id: str | None = Header(None)):
+    _log("subtract", call.call_id, x_agentrl_rollout_id)
+    return {"output": _number(call.arguments.a - call.arguments.b), "call_id": call.call_id}
+
+
+@app.post("/multiply", description="Multiply two numbers: a * b.")
+def multiply(call: PairCall, x_agentrl_rollout_id: str | None = Header(None)):
+    _log("multiply", call.call_id, x_agentrl_rollout_id)
+    return {"output": _number(call.arguments.a * call.arguments.b), "call_id": call.call_id}
 
 
 @app.post("/flaky")
