@@ -162,10 +162,10 @@ class AgentrlAgentLoop(AgentLoopBase):
             messages.append({"role": "assistant", "content": steps[-1]["response"]})
         sample = make_sample(rollout_id, steps, messages=messages)
         reward_started = time.perf_counter()
-        score, components = None, {}
+        score, components, passed = None, {}, {}
         if unscorable is None:
             result = await _rewards(self.spec_path, self.spec).ascore(sample, item)
-            score, components, unscorable = result.score, result.components, result.unscorable
+            score, components, unscorable, passed = result.score, result.components, result.unscorable, result.passed
         reward_seconds = time.perf_counter() - reward_started
 
         if not st.runtime_ids:  # failed before the prompt was built (e.g. listing tools): build it bare
@@ -184,6 +184,7 @@ class AgentrlAgentLoop(AgentLoopBase):
             "rollout_id": rollout_id, "prompt_id": item.id, "source": item.get("source"),
             "step": st.versions.get("global_steps", _last_versions["global_steps"]), "messages": messages, "trajectory": unwrap(steps),
             "tool_calls": st.tool_calls, "user_turns": st.user_turns, "reward": score, "components": components,
+            "passed": passed,  # per grader with a pass_threshold
             "unscorable": unscorable, "stop_reason": st.stop_reason, "response_tokens": len(response_ids),
             "started_at": round(wall_started, 3), "finished_at": round(time.time(), 3),
             "seconds": round(time.perf_counter() - started, 4), "model_seconds": round(st.model_seconds, 4),

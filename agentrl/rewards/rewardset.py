@@ -28,6 +28,7 @@ class ScoreResult:
     unscorable: str | None = None
     applicable_weight: float = 0.0
     errors: dict[str, str] = field(default_factory=dict)  # component -> cause (weight-0 ones included)
+    passed: dict[str, bool] = field(default_factory=dict)  # component -> score >= its grader's pass_threshold
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -88,6 +89,9 @@ class RewardSet:
         total = 0.0
         for comp, value, cause in parts:
             result.components[comp.label] = value
+            threshold = getattr(comp.reward, "pass_threshold", None)
+            if threshold is not None and value is not None:
+                result.passed[comp.label] = value >= threshold
             if cause is not None:
                 result.errors[comp.label] = cause
                 if comp.weight > 0:

@@ -197,3 +197,11 @@ def test_endpoint_grader_retries_5xx_then_reads_the_score():
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_pass_threshold_is_recorded_per_scored_sample():
+    rewards = RewardSet.from_config([
+        {"type": "text_similarity", "name": "fuzzy", "input": "{{sample.output_text}}", "pass_threshold": 0.9,
+         "reference": "{{item.reference_answer}}", "evaluation_metric": "fuzzy_match"}])
+    assert rewards.score({"final_answer": "13.4%"}, item("13.4%")).passed == {"fuzzy": True}
+    assert rewards.score({"final_answer": "13%"}, item("13.4%")).passed == {"fuzzy": False}
