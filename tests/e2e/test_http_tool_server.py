@@ -74,6 +74,7 @@ def test_agent_rft_http_tools_train_end_to_end(tmp_path, demo, rft, monkeypatch)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rollouts = [json.loads(line) for line in (tmp_path / "run" / "rollouts.jsonl").read_text().splitlines()]
     assert len(rollouts) == 8 and all(r["unscorable"] is None for r in rollouts), [r["unscorable"] for r in rollouts]
+    assert all("passed" in r for r in rollouts)
     steps = [s for r in rollouts for s in r["trajectory"] if s["tool_calls"]]
     assert steps, "the demo model made no tool call"
     results = [res for s in steps for res in s["tool_results"]]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import textwrap
 
-import pytest
 
 from agentrl.cli import main
 from agentrl.rewards.review import cohen_kappa
