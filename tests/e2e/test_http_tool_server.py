@@ -1,8 +1,9 @@
 """End to end: a FastAPI server with the Agent RFT tutorial's tool contract trains as agentrl's tool server.
 
 The tools are declared exactly as Agent RFT declares them ([{"name", "url", "headers"}], a bearer token from
-${ENV}), their schemas come from the server's OpenAPI document, and the real verl trainer runs one step on
-the CPU with a small demo build standing in for a real model (the only fake here).
+${ENV}), their schemas come from the config, and the real verl trainer runs one step on
+the CPU with the demo model (built once and cached, as `model: demo` does) standing in for a real model
+(the only fake here): it was warmed up to call add / subtract / multiply, which this server serves.
 """
 
 from __future__ import annotations
@@ -17,13 +18,6 @@ import yaml
 
 AGENTRL = [sys.executable, "-m", "agentrl.cli"]
 SERVER = Path(__file__).resolve().parent.parent / "tools" / "servers" / "rft_server.py"
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    from agentrl.demo import build
-
-    return build(str(tmp_path_factory.mktemp("demo")), warmup_steps=30, eval_samples=0, log=lambda m: None)
 
 
 @pytest.fixture
@@ -50,15 +44,20 @@ def rft(tmp_path):
     proc.wait(10)
 
 
-def test_agent_rft_http_tools_train_end_to_end(tmp_path, demo, rft, monkeypatch):
+def test_agent_rft_http_tools_train_end_to_end(tmp_path, rft, monkeypatch):
     base, log = rft
     monkeypatch.setenv("RFT_E2E_TOKEN", "tok-e2e")
     auth = {"Authorization": "Bearer ${RFT_E2E_TOKEN}"}
-    tools = [{"name": n, "url": f"{base}/{n}", "headers": auth, "openapi": f"{base}/openapi.json"}
-             for n in ("add", "subtract", "multiply")]
+    from agentrl.demo import CALCULATOR_TOOLS
+
+    # the schemas from the config (the demo model was warmed up on exactly these; the OpenAPI path is tested
+    # in tests/tools/test_http_tools.py)
+    tools = [{"name": t["function"]["name"], "url": f"{base}/{t['function']['name']}", "headers": auth,
+              "description": t["function"]["description"], "parameters": t["function"]["parameters"]}
+             for t in CALCULATOR_TOOLS]
     (tmp_path / "tools.json").write_text(json.dumps(tools))
     block = {
-        "name": "e2e-rft", "model": demo["model_path"], "train_data": demo["train_path"], "tools": "tools.json",
+        "name": "e2e-rft", "model": "demo", "train_data": "demo", "tools": "tools.json",
         "rewards": [{"name": "math", "weight": 1.0}, {"name": "tool_use", "weight": 0}],
         "batch_size": 2, "samples_per_prompt": 4, "max_steps": 1, "save_every": 0,
         "max_prompt_length": 320, "max_response_length": 64, "learning_rate": 5e-4,
