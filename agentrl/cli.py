@@ -36,7 +36,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     if not args.no_review and "--no-review" not in overrides:
         from agentrl.rewards.review import preflight
 
-        preflight(args.config, sys.stdout)
+        preflight(args.config, sys.stdout, overrides)
     overrides = [o for o in overrides if o != "--no-review"]
     if args.ui or running_servers():
         announce(run_dir_of(args.config, overrides), start=args.ui)

@@ -242,12 +242,12 @@ def review_config(config_path: str, *, cases: str | None = None, rows: int = 5) 
     return render(checks), all(c.ok for c in checks)
 
 
-def preflight(config_path: str, out) -> None:
+def preflight(config_path: str, out, overrides: list[str] = ()) -> None:
     """Before ``agentrl train`` starts Ray: a short review (3 rows). A reward that does not load, or that fails
     its own reference answers, stops the run; hacking attempts it pays for and non-determinism are warnings."""
     from agentrl.config import load_config
 
-    settings, _, _ = load_config(config_path)
+    settings, _, _ = load_config(config_path, [o for o in overrides if not o.startswith("-")])
     data = settings.train_data
     if data == "demo":
         from agentrl.runner import resolve_model
