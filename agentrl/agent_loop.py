@@ -81,7 +81,7 @@ class AgentrlAgentLoop(AgentLoopBase):
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         started, wall_started = time.perf_counter(), time.time()
         row = json.loads(kwargs["extra_info"]["agentrl_row"])
-        item = make_item(row["messages"], row.get("metadata"), id=row["id"], source=row.get("source"))
+        item = make_item(row["messages"], row.get("metadata"), **row.get("fields", {}), id=row["id"], source=row.get("source"))
         rollout_id = f"r-{uuid.uuid4().hex[:16]}"
         hub = self.state.hub()
         st = _State(messages=[dict(m) for m in row["messages"]])
@@ -107,10 +107,10 @@ class AgentrlAgentLoop(AgentLoopBase):
             messages.append({"role": "assistant", "content": steps[-1]["response"]})
         sample = make_sample(rollout_id, steps, messages=messages)
         reward_started = time.perf_counter()
-        score, components = None, {}
+        score, components, passed = None, {}, {}
         if unscorable is None:
             result = await self.state.rewards.ascore(sample, item)
-            score, components, unscorable = result.score, result.components, result.unscorable
+            score, components, unscorable, passed = result.score, result.components, result.unscorable, result.passed
         reward_seconds = time.perf_counter() - reward_started
 
         if not st.runtime_ids:  # failed before the prompt was built (e.g. listing tools): build it bare
@@ -135,6 +135,7 @@ class AgentrlAgentLoop(AgentLoopBase):
             "policy_version": st.versions.get("global_steps", last["global_steps"]),
             "messages": messages, "trajectory": unwrap(steps),
             "tool_calls": st.tool_calls, "user_turns": st.user_turns, "reward": score, "components": components,
+            "passed": passed,  # per grader with a pass_threshold
             "unscorable": unscorable, "stop_reason": st.stop_reason, "response_tokens": len(response_ids),
             "started_at": round(wall_started, 3), "finished_at": round(time.time(), 3),
             "seconds": round(time.perf_counter() - started, 4), "model_seconds": round(st.model_seconds, 4),

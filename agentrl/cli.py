@@ -6,6 +6,8 @@
     agentrl tools list|check CONFIG               the configured MCP servers and their tools
     agentrl tools call CONFIG SERVER.TOOL '{"a": 1}'
     agentrl reward new --preset NAME > reward.py  start a reward from a preset
+    agentrl reward new --describe "..." --model M --out reward.py   draft one with an LLM, reviewed first
+    agentrl reward review CONFIG [--cases FILE]   gold, adversarial, human-agreement and determinism checks
     agentrl demo build DIR                        build the CPU demo's model and data offline
     agentrl ui [RUNS_DIR] [--host H] [--port P]   the job page: runs, charts, rollouts, live
     agentrl report RUN_DIR -o report.html         the same charts and a rollout sample in one offline file
@@ -31,6 +33,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
     from agentrl.runner import train
     from agentrl.ui.server import announce, run_dir_of, running_servers
 
+    if not args.no_review and "--no-review" not in overrides:
+        from agentrl.rewards.review import preflight
+
+        preflight(args.config, sys.stdout, overrides)
+    overrides = [o for o in overrides if o != "--no-review"]
     if args.ui or running_servers():
         announce(run_dir_of(args.config, overrides), start=args.ui)
     return train(args.config, overrides, check_tools=not args.skip_tool_check)
@@ -98,6 +105,25 @@ def _cmd_tools(args: argparse.Namespace) -> int:
 
 
 def _cmd_reward(args: argparse.Namespace) -> int:
+    if args.action == "review":
+        from agentrl.rewards.review import review_config
+
+        if not args.config:
+            raise SystemExit("usage: agentrl reward review CONFIG [--cases FILE]")
+        text, ok = review_config(args.config, cases=args.cases, rows=args.rows)
+        print(text)
+        return 0 if ok else 1
+    if args.describe:
+        from agentrl.rewards.drafting import new_reward
+
+        if not args.model:
+            raise SystemExit("agentrl reward new --describe needs --model (any litellm model, e.g. openai/gpt-4o-mini)")
+        text, written = new_reward(args.describe, args.model, args.out, config=args.config, api_base=args.api_base,
+                                   api_key_env=args.api_key_env, force=args.force)
+        print(text)
+        return 0 if written else 1
+    if not args.preset:
+        raise SystemExit("agentrl reward new needs --preset NAME or --describe \"...\" --model M")
     from agentrl.rewards import preset_source
 
     sys.stdout.write(preset_source(args.preset))
@@ -124,6 +150,7 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--ui", action="store_true", help="start the job page for this run (agentrl ui) and print its address")
     t.add_argument("--dry-run", action="store_true",
                    help="check everything, print the composed verl config and environment; start nothing")
+    t.add_argument("--no-review", action="store_true", help="skip the reward review pre-flight")
     t.set_defaults(func=_cmd_train)
     pl = sub.add_parser("plugins", help="list loaded plugins and what they register")
     pl.set_defaults(func=_cmd_plugins)
@@ -134,8 +161,17 @@ def parser() -> argparse.ArgumentParser:
     tl.add_argument("arguments", nargs="?", help="JSON object of arguments (for call)")
     tl.set_defaults(func=_cmd_tools)
     rw = sub.add_parser("reward", help="reward helpers")
-    rw.add_argument("action", choices=["new"])
-    rw.add_argument("--preset", required=True, help="math, coding, llm_judge, tool_use or custom")
+    rw.add_argument("action", choices=["new", "review"])
+    rw.add_argument("config", nargs="?", help="a training config (review; optional for new --describe)")
+    rw.add_argument("--preset", help="math, coding, llm_judge, tool_use or custom")
+    rw.add_argument("--describe", help="new: the reward in plain words, drafted by --model")
+    rw.add_argument("--model", help="new --describe: any litellm model")
+    rw.add_argument("--api-base", help="new --describe: an OpenAI-compatible server's URL")
+    rw.add_argument("--api-key-env", help="new --describe: the variable holding the API key")
+    rw.add_argument("--out", default="reward.py", help="new --describe: where to write the file")
+    rw.add_argument("--force", action="store_true", help="new --describe: write even if the review fails")
+    rw.add_argument("--cases", help="review: JSONL of {sample, item, human_score} for Cohen's kappa")
+    rw.add_argument("--rows", type=int, default=5, help="review: how many training rows to check")
     rw.set_defaults(func=_cmd_reward)
     dm = sub.add_parser("demo", help="the CPU demo")
     dm.add_argument("action", choices=["build"])

@@ -60,7 +60,7 @@ class AgentrlSettings(BaseModel):
     model: str = Field(..., description="HF model directory, or 'demo'")
     train_data: str
     val_data: Optional[str] = None
-    tools: Union[list[str], dict[str, Any], str, None] = None
+    tools: Union[list[Union[str, dict[str, Any]]], dict[str, Any], str, None] = None  # plugin names and Agent RFT tool entries
     tool_allow: Optional[dict[str, list[str]]] = Field(None, description="per-server allow-list of tool names")
     rewards: list[Union[str, dict[str, Any]]]
     batch_size: int = Field(8, ge=1, description="prompts per training step")

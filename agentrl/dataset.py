@@ -87,6 +87,19 @@ def row_id(path: Path, lineno: int, row: dict) -> str:
     return f"{path.stem}:{lineno}:{digest}"
 
 
+def loop_record(src: Path, lineno: int, row: dict, split: str = "train") -> dict:
+    """A checked row as the agent loop reads it (``extra_info.agentrl_row``), in training and outside it."""
+    return {
+        "messages": row["messages"],
+        "metadata": row.get("metadata", {}),
+        "id": row_id(src, lineno, row),
+        "source": f"{src}:{lineno}",
+        "split": split,
+        # the row's other fields (e.g. the Agent RFT tutorial's top-level reference_answer) for {{item.<field>}}
+        "fields": {k: v for k, v in row.items() if k not in ("messages", "metadata", "id", "source", "prompt")},
+    }
+
+
 def convert(src: str | Path, dst: str | Path, agent_name: str = "agentrl", split: str = "train") -> int:
     """Check ``src`` and write verl's row format to ``dst``; returns the number of rows.
 
@@ -94,13 +107,7 @@ def convert(src: str | Path, dst: str | Path, agent_name: str = "agentrl", split
     src, dst = Path(src), Path(dst)
     rows = []
     for lineno, row in read_rows(src):
-        record = {
-            "messages": row["messages"],
-            "metadata": row.get("metadata", {}),
-            "id": row_id(src, lineno, row),
-            "source": f"{src}:{lineno}",
-            "split": split,
-        }
+        record = loop_record(src, lineno, row, split)
         rows.append({
             "prompt": row["messages"],
             "data_source": str(row.get("data_source", "agentrl")),

@@ -268,12 +268,17 @@ def looks_like_path(spec: str) -> bool:
 
 
 def load_reward(spec: Any, *, where: str = "", **options: Any) -> Reward:
-    """A reward from a preset or plugin name ("math"), a path to a ``.py`` file, or a callable.
+    """A reward from a preset or plugin name ("math"), a path to a ``.py`` file, a callable, or an OpenAI
+    grader (a dict with a ``type``, or a ``.json`` file holding one; see :mod:`agentrl.rewards.graders`).
 
     >>> reward = load_reward("math")
     >>> reward({"final_answer": "so \\\\boxed{7}"}, {"metadata": {"expected_answer": "7"}})
     1.0
     """
+    from agentrl.rewards.graders import is_grader, load_grader
+
+    if is_grader(spec):  # an OpenAI grader dict, or a .json file holding one
+        return load_grader(spec, where=where, **options)
     if callable(spec):
         name = getattr(spec, "__name__", "reward")
         return _in_process(name, spec, f"callable {getattr(spec, '__module__', '?')}.{name}", options)

@@ -28,6 +28,7 @@ class ScoreResult:
     unscorable: str | None = None
     applicable_weight: float = 0.0
     errors: dict[str, str] = field(default_factory=dict)  # component -> cause (weight-0 ones included)
+    passed: dict[str, bool] = field(default_factory=dict)  # component -> score >= its grader's pass_threshold
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -60,6 +61,12 @@ class RewardSet:
         for n, entry in enumerate(config):
             at = f"{where}[{n}]"
             entry = {"name": entry} if isinstance(entry, str) else dict(entry) if isinstance(entry, dict) else None
+            if entry is not None and "type" in entry and "grader" not in entry:  # an OpenAI grader dict as the entry
+                grader = {k: v for k, v in entry.items() if k not in ("weight", "label")}
+                entry = {"name": grader, "weight": entry.get("weight", 1.0), "label": entry.get("label") or grader.get("name") or grader["type"]}
+            elif entry is not None and "grader" in entry:  # {"grader": {...} or "grader.json", "weight": ...}
+                entry["name"] = entry.pop("grader")
+                entry.setdefault("label", entry["name"].get("name", "grader") if isinstance(entry["name"], dict) else Path(str(entry["name"])).stem)
             if entry is None or "name" not in entry:
                 raise RewardConfigError(f"{at}: each reward needs a \"name\" (a preset, plugin or .py path), got {config[n]!r}")
             name = entry.pop("name")
@@ -89,6 +96,9 @@ class RewardSet:
         total = 0.0
         for comp, value, cause in parts:
             result.components[comp.label] = value
+            threshold = getattr(comp.reward, "pass_threshold", None)
+            if threshold is not None and value is not None:
+                result.passed[comp.label] = value >= threshold
             if cause is not None:
                 result.errors[comp.label] = cause
                 if comp.weight > 0:

@@ -10,11 +10,11 @@ _EXPORTS = {
     "ServerSpec": "config",
     "ToolConfigError": "config",
     "parse_servers_config": "config",
-    "ToolCall": "hub",
+    "ToolCall": "types",
     "ToolHub": "hub",
-    "ToolInfraError": "hub",
-    "ToolResult": "hub",
-    "truncate": "hub",
+    "ToolInfraError": "types",
+    "ToolResult": "types",
+    "truncate": "types",
     "RolloutSession": "session",
 }
 

@@ -64,6 +64,16 @@ def check(servers: Any) -> tuple[str, bool]:
             tools = await hub.server_tools(name)
         except ToolInfraError as exc:
             return f"FAIL {name}: {exc.kind}: {exc.cause}", False
+        spec = hub.specs[name]
+        if spec.function:  # a plain endpoint lists nothing: reach it once, with empty arguments, to test the token
+            try:
+                async with hub.rollout(f"check-{int(time.time())}") as session:
+                    outcome = await hub.invoke(name, spec.name, {}, session.rollout_id, session, call_id="agentrl-check")
+            except ToolInfraError as exc:
+                return f"FAIL {name}: {exc.kind}: {exc.cause}", False
+            ms = (time.perf_counter() - start) * 1000
+            answered = "a tool error for empty arguments (expected)" if outcome.is_error else "ok"
+            return f"ok   {name}: POST {spec.url} answered in {ms:.0f} ms ({answered})", True
         ms = (time.perf_counter() - start) * 1000
         if not tools:
             return f"FAIL {name}: connected in {ms:.0f} ms but lists no tools (check its `tools` allow-list)", False

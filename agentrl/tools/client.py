@@ -21,7 +21,6 @@ import contextvars
 import json
 import os
 import sys
-from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -32,47 +31,19 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, REQUEST_TIMEOUT
 
 from agentrl.tools.config import ServerSpec
+from agentrl.tools.types import ROLLOUT_HEADER, CallOutcome, ToolSpec, TransportFailure  # noqa: F401
 
-ROLLOUT_HEADER = "X-Agentrl-Rollout-Id"
 META_KEY = "agentrl/rollout_id"
+CALL_KEY = "agentrl/call_id"
 CURRENT_ROLLOUT: contextvars.ContextVar[str | None] = contextvars.ContextVar("agentrl_rollout_id", default=None)
 
 # JSON-RPC codes this module invents for HTTP failures, so they reach us through the SDK unmistakably.
 _HTTP_5XX = -32050
 _HTTP_TRANSPORT = -32051
 _HTTP_429 = -32052
-_INFRA_CODES = {_HTTP_5XX: "http_5xx", _HTTP_429: "rate_limited", _HTTP_TRANSPORT: "transport", CONNECTION_CLOSED: "connection_closed",
+_HTTP_AUTH = -32053
+_INFRA_CODES = {_HTTP_5XX: "http_5xx", _HTTP_429: "rate_limited", _HTTP_AUTH: "unauthorized", _HTTP_TRANSPORT: "transport", CONNECTION_CLOSED: "connection_closed",
                 REQUEST_TIMEOUT: "timeout"}
-
-
-class TransportFailure(Exception):
-    """The server could not answer (unreachable, crashed, 5xx, closed). ``kind`` is a metrics label."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-
-    @property
-    def connection_lost(self) -> bool:
-        """Must the session be reopened? (Not for 5xx, 429 or a slow answer: the session itself is fine.)"""
-        return self.kind not in {"http_5xx", "rate_limited", "timeout"}
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """A tool as the server lists it."""
-
-    name: str
-    description: str
-    input_schema: dict
-
-
-@dataclass(frozen=True)
-class CallOutcome:
-    """What the server answered to a tool call, flattened to text."""
-
-    content: str
-    is_error: bool
 
 
 class _RolloutHeaderTransport(httpx2.AsyncBaseTransport):
@@ -80,6 +51,7 @@ class _RolloutHeaderTransport(httpx2.AsyncBaseTransport):
 
     def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
         self._inner = inner
+        self.last_refusal: str = ""  # the last answer that was not MCP (status, content type), for the error message
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         rollout = CURRENT_ROLLOUT.get()
@@ -92,6 +64,19 @@ class _RolloutHeaderTransport(httpx2.AsyncBaseTransport):
             if request_id is None:
                 raise
             return _error_response(request, request_id, _HTTP_TRANSPORT, f"{type(exc).__name__}: {exc}")
+        status, ctype = response.status_code, response.headers.get("content-type", "")
+        if request.method == "POST" and (status >= 400 or not ctype.startswith(("application/json", "text/event-stream"))):
+            self.last_refusal = f"HTTP {status}" + (f" ({ctype.split(';')[0]})" if ctype else "")
+        if status in (401, 403):
+            request_id = _jsonrpc_id(request)
+            if request_id is not None:
+                await response.aclose()
+                word = "401 Unauthorized" if status == 401 else "403 Forbidden"
+                has = any(k.lower() == "authorization" for k in request.headers.keys())
+                hint = ("the token in its Authorization header was refused; check headers.Authorization (and the "
+                        "${VAR} it reads)" if has else "no Authorization header was sent; add \"headers\": "
+                        "{\"Authorization\": \"Bearer ${TOKEN}\"} to the server's entry")
+                return _error_response(request, request_id, _HTTP_AUTH, f"HTTP {word} from {request.url}: {hint}")
         if response.status_code >= 500 or response.status_code == 429:  # retried by the hub; other 4xx go to the model
             request_id = _jsonrpc_id(request)
             if request_id is not None:
@@ -120,7 +105,7 @@ def _error_response(request: httpx2.Request, request_id: Any, code: int, message
     return httpx2.Response(502, json=body, request=request)
 
 
-def _transport(spec: ServerSpec, rollout_id: str | None, errlog) -> Any:
+def _transport(spec: ServerSpec, rollout_id: str | None, errlog, http_transport: "_RolloutHeaderTransport") -> Any:
     if spec.transport == "stdio":
         env = dict(spec.env) or None
         params = StdioServerParameters(command=spec.command, args=list(spec.args), env=env, cwd=spec.cwd)
@@ -131,7 +116,7 @@ def _transport(spec: ServerSpec, rollout_id: str | None, errlog) -> Any:
     http = httpx2.AsyncClient(
         headers=headers,
         timeout=httpx2.Timeout(spec.connect_timeout, read=max(spec.timeout, 1.0) + 5.0),
-        transport=_RolloutHeaderTransport(httpx2.AsyncHTTPTransport()),
+        transport=http_transport,
     )
     return _owned_http(spec.url, http)
 
@@ -175,6 +160,13 @@ def classify(exc: BaseException) -> TransportFailure | None:
     return None
 
 
+def _leaf(exc: BaseException) -> BaseException:
+    """The first innermost exception of nested exception groups (anyio wraps everything in them)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
 def _flatten(result: Any) -> str:
     parts = []
     for block in result.content or []:
@@ -202,6 +194,7 @@ class Connection:
         self._task: asyncio.Task | None = None
         self._stop = asyncio.Event()
         self._ready: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._http_transport = _RolloutHeaderTransport(httpx2.AsyncHTTPTransport())
 
     @property
     def alive(self) -> bool:
@@ -222,20 +215,37 @@ class Connection:
         # server chatter would flood training logs; AGENTRL_MCP_STDERR=1 shows it when debugging a server
         errlog = sys.stderr if os.environ.get("AGENTRL_MCP_STDERR") else open(os.devnull, "w")  # noqa: SIM115
         try:
-            async with Client(_transport(self.spec, self.rollout_id, errlog), cache=None) as client:
+            async with Client(_transport(self.spec, self.rollout_id, errlog, self._http_transport), cache=None) as client:
                 self._client = client
                 self._ready.set_result(None)
                 await self._stop.wait()
         except BaseException as exc:  # handed to start(), or ends a live connection (a crash)
             if not self._ready.done():
-                failure = classify(exc) or TransportFailure("connect", f"{type(exc).__name__}: {exc}")
-                self._ready.set_exception(failure)
+                self._ready.set_exception(self._connect_failure(exc))
             if isinstance(exc, asyncio.CancelledError):
                 raise
         finally:
             self._client = None
             if errlog is not sys.stderr:
                 errlog.close()
+
+    def _connect_failure(self, exc: BaseException) -> TransportFailure:
+        """One line for a failed handshake: refused, unauthorized, or a URL that is not an MCP server."""
+        failure = classify(exc)
+        if failure is not None and failure.kind in ("unauthorized", "http_5xx", "rate_limited", "timeout"):
+            return failure
+        if failure is not None and failure.kind == "transport" and not self._http_transport.last_refusal:
+            return TransportFailure("transport", f"cannot reach {self.spec.url or self.spec.command}: {failure}")
+        leaf = _leaf(exc)
+        if isinstance(leaf, (OSError, httpx2.TransportError)):
+            where = self.spec.url or self.spec.command
+            return TransportFailure("transport", f"cannot reach {where}: {type(leaf).__name__}: {leaf}")
+        if self.spec.transport == "http" and (self._http_transport.last_refusal or not isinstance(leaf, OSError)):
+            got = self._http_transport.last_refusal or f"{type(leaf).__name__}: {str(leaf).splitlines()[0][:160] if str(leaf) else ''}"
+            return TransportFailure("not_mcp", f"{self.spec.url} did not answer as an MCP server (streamable HTTP): "
+                                    f"{got} on initialize. Check the URL (MCP servers usually end in /mcp); a plain "
+                                    f"HTTP endpoint is declared as a function tool: [{{\"name\", \"url\", \"headers\"}}]")
+        return failure or TransportFailure("connect", f"{type(leaf).__name__}: {str(leaf).splitlines()[0][:300] if str(leaf) else ''}")
 
     async def close(self) -> None:
         """End the session (kills a stdio server). Safe to call twice, and while cancelled."""
@@ -271,8 +281,10 @@ class Connection:
         except Exception as exc:
             raise (classify(exc) or TransportFailure("list_tools", f"{type(exc).__name__}: {exc}")) from exc
 
-    async def call_tool(self, name: str, arguments: dict, rollout_id: str | None) -> CallOutcome:
+    async def call_tool(self, name: str, arguments: dict, rollout_id: str | None, call_id: str | None = None) -> CallOutcome:
         meta = {META_KEY: rollout_id} if rollout_id is not None else None
+        if meta is not None and call_id:
+            meta[CALL_KEY] = call_id
         token = CURRENT_ROLLOUT.set(rollout_id)
         try:
             result = await self._live().call_tool(name, arguments, meta=meta)

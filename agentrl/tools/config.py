@@ -11,6 +11,17 @@ Per-server options beside the connection keys: ``tools`` (allow-list of tool nam
 per rollout instead of one shared session), ``circuit_failures`` / ``circuit_reset`` (the breaker).
 ``${VAR}`` in ``url``, ``headers``, ``env``, ``args`` and ``cwd`` is replaced from the environment, so a
 token never has to be written into the file. This module does not import the MCP SDK.
+
+Plain HTTP function tools (no MCP) come in the Agent RFT list shape, as a list or a JSON file holding one:
+
+    [{"name": "search", "url": "http://127.0.0.1:8000/search",
+      "headers": {"Authorization": "Bearer ${SEARCH_TOKEN}"},
+      "description": "full-text search", "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}}]
+
+Each entry is one tool and one "server" of its own (traffic control per endpoint). A plain endpoint lists no
+tools, so its ``parameters`` schema comes from the entry, or from an OpenAPI document (``"openapi": "spec.json"``
+or a URL). ``rate_limit`` caps calls per second (default 50, the Agent RFT contract's figure). In the
+``mcpServers`` shape the same entry needs ``"type": "function"``.
 """
 
 from __future__ import annotations
@@ -28,7 +39,10 @@ from agentrl.errors import AgentrlError
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _CONNECTION_KEYS = {"command", "args", "env", "cwd", "url", "headers", "type", "transport"}
 _OPTION_KEYS = {"tools", "max_concurrency", "timeout", "retries", "stateful", "circuit_failures", "circuit_reset",
-                "connect_timeout", "description", "disabled"}
+                "connect_timeout", "description", "disabled", "rate_limit"}
+_FUNCTION_KEYS = {"name", "url", "headers", "type", "description", "parameters", "openapi", "max_concurrency", "timeout",
+                  "retries", "circuit_failures", "circuit_reset", "connect_timeout", "rate_limit", "disabled"}
+DEFAULT_FUNCTION_QPS = 50.0
 
 
 class ToolConfigError(AgentrlError, ValueError):
@@ -54,10 +68,15 @@ class ServerSpec:
     stateful: bool = False
     circuit_failures: int = 5
     circuit_reset: float = 30.0
+    rate_limit: float | None = None  # calls per second; None = no cap
+    function: bool = False  # a plain HTTP function tool (Agent RFT shape), not an MCP server
+    description: str = ""
+    parameters: dict | None = None  # a function tool's JSON schema (None: from ``openapi``, or none)
+    openapi: str | None = None
 
     @property
     def transport(self) -> str:
-        return "stdio" if self.command else "http"
+        return "function" if self.function else "stdio" if self.command else "http"
 
 
 def _expand(value: str, server: str, key: str) -> str:
@@ -101,6 +120,8 @@ def parse_server(name: str, raw: Any, *, pm=None) -> ServerSpec:
         if isinstance(raw, dict):  # options given beside "plugin" override the plugin's
             base.update({k: v for k, v in raw.items() if k != "plugin"})
         raw = base
+    if isinstance(raw, dict) and raw.get("type") == "function":
+        return parse_function(name, raw)
     if not isinstance(raw, dict):
         raise ToolConfigError(
             f"tool server {name!r}: expected an object with `command` (stdio) or `url` (streamable HTTP), "
@@ -144,7 +165,67 @@ def parse_server(name: str, raw: Any, *, pm=None) -> ServerSpec:
         stateful=bool(raw.get("stateful", False)),
         circuit_failures=_number(raw, "circuit_failures", 5, name, integer=True, minimum=1),
         circuit_reset=float(_number(raw, "circuit_reset", 30.0, name, integer=False, minimum=0.0)),
+        rate_limit=_rate(raw, name, None),
     )
+
+
+def _rate(raw: dict, name: str, default: float | None) -> float | None:
+    if raw.get("rate_limit", default) is None:
+        return None
+    return float(_number(raw, "rate_limit", default, name, integer=False, minimum=0.001))
+
+
+def parse_function(name: str, raw: dict) -> ServerSpec:
+    """One Agent RFT tool entry ``{"name", "url", "headers", ...}``: a plain HTTP endpoint the tool POSTs to."""
+    unknown = set(raw) - _FUNCTION_KEYS
+    if unknown:
+        raise ToolConfigError(f"function tool {name!r}: unknown key(s) {sorted(unknown)}. Known keys: {sorted(_FUNCTION_KEYS)}")
+    if not raw.get("url"):
+        raise ToolConfigError(f"function tool {name!r}: needs a \"url\" to POST calls to, "
+                              f"e.g. {{\"name\": \"{name}\", \"url\": \"http://127.0.0.1:8000/{name}\"}}")
+    url = _expand(str(raw["url"]), name, "url")
+    if not url.startswith(("http://", "https://")):
+        raise ToolConfigError(f"function tool {name!r}: url must start with http:// or https://, got {url!r}")
+    params = raw.get("parameters")
+    if params is not None and (not isinstance(params, dict) or params.get("type", "object") != "object"):
+        raise ToolConfigError(f"function tool {name!r}: parameters must be a JSON schema object such as "
+                              f'{{"type": "object", "properties": {{"query": {{"type": "string"}}}}}}, got {params!r}')
+    openapi = raw.get("openapi")
+    if openapi is not None and not isinstance(openapi, str):
+        raise ToolConfigError(f"function tool {name!r}: openapi must be a path or URL of an OpenAPI document")
+    return ServerSpec(
+        name=name, url=url, headers=_str_map(raw.get("headers"), name, "headers"), function=True,
+        description=str(raw.get("description") or ""), parameters=params,
+        openapi=_expand(openapi, name, "openapi") if openapi else None,
+        max_concurrency=_number(raw, "max_concurrency", 32, name, integer=True, minimum=1),
+        timeout=float(_number(raw, "timeout", 600.0, name, integer=False, minimum=0.001)),
+        connect_timeout=float(_number(raw, "connect_timeout", 30.0, name, integer=False, minimum=0.001)),
+        retries=_number(raw, "retries", 3, name, integer=True, minimum=0),
+        circuit_failures=_number(raw, "circuit_failures", 5, name, integer=True, minimum=1),
+        circuit_reset=float(_number(raw, "circuit_reset", 30.0, name, integer=False, minimum=0.0)),
+        rate_limit=_rate(raw, name, DEFAULT_FUNCTION_QPS),
+    )
+
+
+def _from_list(entries: list, source: str) -> dict:
+    """A list mixes plugin names (``"calculator"``) and Agent RFT tool entries (``{"name", "url", ...}``)."""
+    out: dict = {}
+    for n, entry in enumerate(entries):
+        if isinstance(entry, str):
+            key, value = entry, entry
+        elif isinstance(entry, dict):
+            key = entry.get("name")
+            if not isinstance(key, str) or not key:
+                raise ToolConfigError(f"{source}[{n}]: a tool entry needs a \"name\" (the tool's name the model sees), "
+                                      f"got {entry!r}")
+            value = {**entry, "type": "function"}
+        else:
+            raise ToolConfigError(f"{source}[{n}]: expected a plugin name or an object "
+                                  f'{{"name", "url", "headers"}}, got {type(entry).__name__}')
+        if key in out:
+            raise ToolConfigError(f"{source}[{n}]: two tools are named {key!r}; names must be unique")
+        out[key] = value
+    return out
 
 
 def parse_servers_config(servers: Any, *, allow: dict[str, list[str]] | None = None, pm=None) -> dict[str, ServerSpec]:
@@ -162,8 +243,8 @@ def parse_servers_config(servers: Any, *, allow: dict[str, list[str]] | None = N
         except json.JSONDecodeError as exc:
             raise ToolConfigError(f"tool server config file {str(path)!r} is not valid JSON: {exc}") from None
         source = str(path)
-    if isinstance(servers, list):  # ["calculator", ...]: plugin names
-        servers = {n: n for n in servers}
+    if isinstance(servers, list):  # ["calculator", {"name": "search", "url": ...}]: plugins and function tools
+        servers = _from_list(servers, source if source != "the tool server config" else "tools")
     if isinstance(servers, dict) and "mcpServers" in servers:
         servers = servers["mcpServers"]
     if not isinstance(servers, dict):
@@ -174,7 +255,11 @@ def parse_servers_config(servers: Any, *, allow: dict[str, list[str]] | None = N
             continue
         if not isinstance(name, str) or not name or "." in name:
             raise ToolConfigError(f"{source}: server name {name!r} must be a non-empty string without '.'")
-        specs[name] = parse_server(name, raw, pm=pm)
+        if isinstance(raw, dict) and raw.get("type") == "function":
+            raw = {k: v for k, v in raw.items() if k != "type"}
+            specs[name] = parse_function(name, raw)
+        else:
+            specs[name] = parse_server(name, raw, pm=pm)
     for name, tools in (allow or {}).items():
         if name not in specs:
             raise plugins.unknown_name_error("tool server", name, list(specs), "allow")

@@ -21,60 +21,15 @@ from __future__ import annotations
 import asyncio
 import time
 from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass, field
 from typing import Any, AsyncIterator
 
-from agentrl.tools.client import CallOutcome, Connection, ToolSpec, TransportFailure
 from agentrl.tools.config import ServerSpec, parse_servers_config
+from agentrl.tools.session import RolloutSession
 from agentrl.tools.traffic import CircuitBreaker, ServerStats, backoff
+from agentrl.tools.types import (  # noqa: F401  (ToolCall, ToolResult, truncate re-exported)
+    CallOutcome, ToolCall, ToolInfraError, ToolResult, ToolSpec, TransportFailure, new_connection, truncate)
 
 DEFAULT_MAX_RESULT_CHARS = 16_000
-
-
-@dataclass
-class ToolCall:
-    """A tool call the model made. ``arguments`` should be a dict; a JSON string is parsed."""
-
-    id: str
-    name: str
-    arguments: Any = field(default_factory=dict)
-
-    @classmethod
-    def from_dict(cls, d: dict, default_id: str = "") -> "ToolCall":
-        """From ``{"id", "name", "arguments"}`` or the OpenAI shape ``{"id", "function": {"name", "arguments"}}``."""
-        fn = d.get("function") if isinstance(d.get("function"), dict) else d
-        return cls(str(d.get("id") or default_id), fn.get("name"), fn.get("arguments", {}))
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-@dataclass
-class ToolResult:
-    id: str
-    name: str
-    content: str
-    is_error: bool = False
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-class ToolInfraError(Exception):
-    """A tool server failed (not the tool): the rollout is unscorable. ``kind`` is the metrics label."""
-
-    def __init__(self, server: str, cause: BaseException | str, kind: str | None = None) -> None:
-        self.server = server
-        self.cause = cause
-        self.kind = kind or getattr(cause, "kind", None) or "infra"
-        super().__init__(f"tool server {server!r} failed ({self.kind}): {cause}")
-
-
-def truncate(text: str, limit: int) -> str:
-    """Cut ``text`` to ``limit`` characters plus a visible marker saying how much was dropped."""
-    if limit is None or len(text) <= limit:
-        return text
-    return text[:limit] + f"\n[... truncated {len(text) - limit} chars]"
 
 
 class _Server:
@@ -86,7 +41,7 @@ class _Server:
         self.stats = ServerStats()
         self.sem = asyncio.Semaphore(spec.max_concurrency)
         self.lock = asyncio.Lock()
-        self.shared: Connection | None = None
+        self.shared: Any = None  # a Connection or a FunctionConnection
         self.tools: list[ToolSpec] | None = None
 
 
@@ -119,7 +74,7 @@ class ToolHub:
         self._bind()
         return self._servers[name]
 
-    async def _shared(self, srv: _Server) -> Connection:
+    async def _shared(self, srv: _Server):
         if srv.shared is not None and srv.shared.alive:
             return srv.shared
         async with srv.lock:
@@ -127,12 +82,12 @@ class ToolHub:
                 if srv.shared is not None:
                     srv.stats.restarts += 1
                     await srv.shared.close()
-                conn = Connection(srv.spec)
+                conn = new_connection(srv.spec)
                 await conn.start()
                 srv.shared = conn
             return srv.shared
 
-    async def _discard_shared(self, srv: _Server, conn: Connection) -> None:
+    async def _discard_shared(self, srv: _Server, conn) -> None:
         async with srv.lock:
             if srv.shared is conn:
                 srv.shared = None
@@ -175,10 +130,12 @@ class ToolHub:
                 }
             return self._catalog
 
-    async def invoke(self, server: str, tool: str, arguments: dict, rollout_id: str | None, session: "RolloutSession | None" = None) -> CallOutcome:
+    async def invoke(self, server: str, tool: str, arguments: dict, rollout_id: str | None,
+                     session: "RolloutSession | None" = None, call_id: str | None = None) -> CallOutcome:
         """Call one tool with the server's concurrency cap, timeout, retries and circuit breaker."""
         srv = self._server(server)
-        return await self._attempt(srv, repr(tool), lambda conn: conn.call_tool(tool, arguments, rollout_id), session, record=True)
+        return await self._attempt(srv, repr(tool), lambda conn: conn.call_tool(tool, arguments, rollout_id, call_id=call_id),
+                                   session, record=True)
 
     async def _attempt(self, srv: _Server, what: str, op, session: "RolloutSession | None", record: bool = False) -> Any:
         """Run ``op(connection)``: cap, timeout, retries with backoff on transport failures, breaker."""
@@ -204,7 +161,7 @@ class ToolHub:
                     srv.stats.record(time.perf_counter() - start, failure.kind)
                     if conn is not None and failure.connection_lost:
                         await (session._discard(spec.name, conn) if per_rollout else self._discard_shared(srv, conn))
-                    if attempt >= spec.retries:
+                    if attempt >= spec.retries or not failure.retryable:
                         raise ToolInfraError(spec.name, failure) from failure
                     attempt += 1
                     srv.stats.retries += 1
@@ -250,5 +207,3 @@ class ToolHub:
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
 
-
-from agentrl.tools.session import RolloutSession  # noqa: E402  (session.py imports names defined above)

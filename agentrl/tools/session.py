@@ -6,8 +6,7 @@ import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
-from agentrl.tools.client import Connection
-from agentrl.tools.hub import ToolCall, ToolInfraError, ToolResult, truncate
+from agentrl.tools.types import ToolCall, ToolInfraError, ToolResult, new_connection, truncate
 
 if TYPE_CHECKING:
     from agentrl.tools.hub import ToolHub, _Server
@@ -38,7 +37,7 @@ class RolloutSession:
         self.hub = hub
         self.rollout_id = rollout_id
         self.allowed_tools = None if allowed_tools is None else list(allowed_tools)
-        self._connections: dict[str, Connection] = {}
+        self._connections: dict[str, Any] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
         self._tools: dict | None = None
@@ -86,7 +85,7 @@ class RolloutSession:
         arguments, problem = _arguments(call.arguments)
         if arguments is None:
             return ToolResult(call.id, name, f"Error: cannot call {name!r}: {problem}.", True)
-        outcome = await self.hub.invoke(target[0], target[1], arguments, self.rollout_id, self)
+        outcome = await self.hub.invoke(target[0], target[1], arguments, self.rollout_id, self, call_id=call.id)
         return ToolResult(call.id, name, truncate(outcome.content, self.hub.max_result_chars), outcome.is_error)
 
     async def call_many(self, calls: list[ToolCall | dict]) -> list[ToolResult]:
@@ -98,7 +97,7 @@ class RolloutSession:
         return list(outcomes)
 
     # -- per-rollout connections (stateful servers) --------------------------------------------
-    async def _connection(self, srv: "_Server") -> Connection:
+    async def _connection(self, srv: "_Server"):
         name = srv.spec.name
         lock = self._locks.setdefault(name, asyncio.Lock())
         async with lock:
@@ -109,12 +108,12 @@ class RolloutSession:
                 if conn is not None:
                     srv.stats.restarts += 1
                     await conn.close()
-                conn = Connection(srv.spec, rollout_id=self.rollout_id)
+                conn = new_connection(srv.spec, rollout_id=self.rollout_id)
                 await conn.start()
                 self._connections[name] = conn
             return conn
 
-    async def _discard(self, name: str, conn: Connection) -> None:
+    async def _discard(self, name: str, conn) -> None:
         if self._connections.get(name) is conn:
             del self._connections[name]
         await conn.close()

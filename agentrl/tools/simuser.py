@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Callable
 
-from agentrl.tools.hub import ToolInfraError
+from agentrl.tools.types import ToolInfraError
 
 STOP_TOKEN = "###DONE###"
 

@@ -8,15 +8,19 @@ from collections import Counter, deque
 
 
 class CircuitBreaker:
-    """Opens after ``failures`` consecutive infrastructure failures; stays open ``reset`` seconds.
+    """Opens after ``failures`` consecutive infrastructure failures, for a while that starts short and doubles.
 
-    When the time is up one trial call is let through (half-open): success closes the circuit,
-    failure opens it again for another ``reset`` seconds.
+    The first opening lasts ``first_reset`` seconds (1 s, or ``reset`` if smaller); when the time is up one
+    trial call is let through (half-open): success closes the circuit, failure opens it again for twice as
+    long, up to ``reset``. So a server that comes back is used again within about a second, and one that
+    stays down is probed at most every ``reset`` seconds.
     """
 
-    def __init__(self, failures: int, reset: float, clock=time.monotonic) -> None:
+    def __init__(self, failures: int, reset: float, clock=time.monotonic, first_reset: float = 1.0) -> None:
         self.threshold = failures
-        self.reset = reset
+        self.max_reset = reset
+        self.first_reset = min(first_reset, reset)
+        self.reset = self.first_reset
         self._clock = clock
         self.consecutive = 0
         self.opened_at: float | None = None
@@ -45,6 +49,7 @@ class CircuitBreaker:
         self.consecutive = 0
         self.opened_at = None
         self._trial = False
+        self.reset = self.first_reset
 
     def abandon(self) -> None:
         """A call ended without a verdict (cancelled): give the half-open trial back."""
@@ -52,6 +57,8 @@ class CircuitBreaker:
 
     def failure(self) -> None:
         self.consecutive += 1
+        if self._trial:  # the server is still down: wait longer before the next trial
+            self.reset = min(self.max_reset, self.reset * 2)
         if self._trial or self.consecutive >= self.threshold:
             self.opened_at = self._clock()
         self._trial = False

@@ -24,11 +24,10 @@ from agentrl.runlog import read_jsonl
 
 
 def row_record(path: Path, lineno: int, row: dict) -> dict:
-    """The row as the agent loop reads it from ``extra_info.agentrl_row`` (see agentrl.dataset.convert)."""
-    from agentrl.dataset import row_id
+    """The row as the agent loop reads it from ``extra_info.agentrl_row`` in training."""
+    from agentrl.dataset import loop_record
 
-    return {"messages": row["messages"], "metadata": row.get("metadata", {}), "id": row_id(path, lineno, row),
-            "source": f"{path}:{lineno}"}
+    return loop_record(path, lineno, row, split="eval")
 
 
 def load_rows(path: str | Path, limit: int | None = None) -> list[dict]:

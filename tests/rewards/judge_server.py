@@ -1,6 +1,7 @@
 """A real OpenAI-compatible /v1/chat/completions server on 127.0.0.1 that fakes the paid judge model.
 
-Replies come from a script: each entry is a reply text, or an int HTTP status to fail with. When the
+Replies come from a script: each entry is a reply text, an int HTTP status to fail with, or a function of the
+request body returning either (a fake judge that reads the prompt). When the
 script runs out, the last entry repeats. The server records every request (body and headers) and the
 highest number of requests it held at once.
 """
@@ -58,6 +59,8 @@ class JudgeServer:
                     if server.delay:
                         time.sleep(server.delay)
                     reply = server._next()
+                    if callable(reply):
+                        reply = reply(body)
                     if isinstance(reply, int):
                         data = json.dumps({"error": {"message": f"scripted failure {reply}", "type": "server_error"}}).encode()
                         self.send_response(reply)

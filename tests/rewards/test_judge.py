@@ -50,7 +50,7 @@ def test_parse_score(reply, expected):
 
 
 def test_render_fills_item_and_sample_fields():
-    text = render("Q={item.prompt} A={sample.final_answer} R={{item.metadata.rubric}} X={item.metadata.missing}",
+    text = render("Q={item.prompt} A={sample.final_answer} R={{item.metadata.rubric}} X={item.metadata.missing?}",
                   sample("Paris"), {"prompt": "capital?", "metadata": {"rubric": "be right"}})
     assert text == "Q=capital? A=Paris R=be right X=(none)"
 
@@ -143,3 +143,24 @@ def test_missing_declared_env_fails_at_load_time(monkeypatch):
     with pytest.raises(ValueError, match="NOT_SET_KEY"):
         RewardSet.from_config([{"name": "llm_judge", "env": ["NOT_SET_KEY"]}])
 
+
+
+def test_a_judge_nobody_listens_on_says_connection_refused_and_where():
+    import socket
+
+    from agentrl.rewards.judge import judge_score_sync
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    base = f"http://127.0.0.1:{port}/v1"
+    with pytest.raises(Unscorable) as info:
+        judge_score_sync("q", model="openai/judge", api_base=base, retries=1, backoff=0.01, cache=False)
+    assert f"cannot connect to {base}: connection refused" in info.value.cause and "HTTP 500" not in info.value.cause
+
+
+def test_a_template_field_the_row_lacks_is_unscorable_never_none():
+    with pytest.raises(Unscorable, match=r"\{item.reference_answer\} is not in this row"):
+        render("Ref: {{item.reference_answer}}", sample("x"), {"prompt": "q", "metadata": {}})
+    assert render("Ref: {{item.reference_answer}}", sample("x"), {"metadata": {"reference_answer": "13.4%"}}) == "Ref: 13.4%"
+    assert render("Ref: {item.metadata.expected_answer?}", sample("x"), {"metadata": {}}) == "Ref: (none)"

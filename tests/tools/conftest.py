@@ -184,3 +184,23 @@ def flaky_calc(calc_http):
     yield handler, f"http://127.0.0.1:{server.server_address[1]}/mcp"
     server.shutdown()
     server.server_close()
+
+
+RFT_SERVER = str(HERE / "servers" / "rft_server.py")
+
+
+def start_rft(port: int | None = None, **env):
+    """The Agent RFT tutorial's FastAPI tool server on loopback; returns (process, base URL)."""
+    port = port or free_port()
+    proc = subprocess.Popen([sys.executable, RFT_SERVER, "--port", str(port)], env={**os.environ, **env},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait_for_port(port, proc)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture(scope="session")
+def rft_server(tmp_path_factory):
+    log = tmp_path_factory.mktemp("rft") / "calls.jsonl"
+    proc, base = start_rft(RFT_LOG=str(log), FLAKY_FAILS="2")
+    yield base, log
+    stop(proc)

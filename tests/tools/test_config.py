@@ -80,26 +80,42 @@ def test_truncate_marker():
 
 def test_circuit_breaker_opens_fails_fast_half_opens_and_closes():
     now = [0.0]
-    b = CircuitBreaker(failures=3, reset=10.0, clock=lambda: now[0])
+    b = CircuitBreaker(failures=3, reset=10.0, clock=lambda: now[0], first_reset=2.0)
     for _ in range(2):
         b.failure()
     assert b.allow() and b.state == "closed"
     b.failure()
-    assert b.state == "open" and not b.allow() and b.retry_after() == 10.0
-    now[0] = 10.0
+    assert b.state == "open" and not b.allow() and b.retry_after() == 2.0  # the first opening is short
+    now[0] = 2.0
     assert b.allow() and not b.allow()  # one trial call only
-    b.failure()  # the trial failed: open again
-    assert b.state == "open"
-    now[0] = 20.0
+    b.failure()  # the trial failed: open again, twice as long
+    assert b.state == "open" and b.retry_after() == 4.0
+    now[0] = 6.0
     assert b.allow()
-    b.success()
-    assert b.state == "closed" and b.allow()
+    b.failure()
+    now[0] = 13.0
+    assert b.state == "open" and b.retry_after() == 1.0  # 8 s this time (capped at reset=10 next)
+    now[0] = 14.0
+    assert b.allow()
+    b.success()  # the server is back: closed, and the next opening is short again
+    assert b.state == "closed" and b.allow() and b.reset == 2.0
     for _ in range(3):
         b.failure()
     now[0] = 40.0
     assert b.allow()
     b.abandon()  # the trial call was cancelled: the next caller gets the trial
     assert b.allow() and not b.allow()
+
+
+def test_circuit_breaker_wait_is_capped_at_reset():
+    now = [0.0]
+    b = CircuitBreaker(failures=1, reset=5.0, clock=lambda: now[0], first_reset=1.0)
+    b.failure()
+    for _ in range(6):
+        now[0] += b.retry_after()
+        assert b.allow()
+        b.failure()
+    assert b.retry_after() == 5.0
 
 
 def test_stats_snapshot():

@@ -1,0 +1,264 @@
+"""``agentrl reward review CONFIG [--cases FILE]``: is this reward fit to train on? Also the pre-flight of ``agentrl train``.
+
+    $ agentrl reward review configs/research.yaml --cases human_scores.jsonl
+    static       ok   2 rewards load; templates name fields every row has; declared env present
+    gold         ok   5/5 reference answers score >= 0.5
+    adversarial  FAIL "correct" scored 1.00 on train.jsonl:1 (...)
+    agreement    ok   18/20 agree with the human scores, Cohen's kappa 0.78
+    determinism  ok   the same input scored twice gives 1.00 and 1.00
+
+Checks, each on the first ``rows`` rows of the training data:
+static (the rewards load, sandboxed code compiles under the sandbox's policy, declared env present, every
+``{{item.<field>}}`` exists in every row); gold (the row's reference answer scores at or above the pass
+threshold); adversarial (empty, the question echoed, a lone ":", "correct", every number of the prompt, the
+answer buried among other candidates, "PASSED", a huge output: each must score below it); agreement with
+human scores (``--cases``: JSONL of ``{"sample", "item", "human_score"}``; agreement and Cohen's kappa after
+cutting both at the threshold); determinism (one input scored twice; model graders not at temperature 0
+are flagged). The threshold is the reward's ``pass_threshold`` when it has one, else 0.5.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentrl.errors import AgentrlError
+from agentrl.rewards.loading import RewardConfigError
+from agentrl.trajectory import as_item, make_sample, make_step
+
+DEFAULT_THRESHOLD = 0.5
+JUNK = ("Let me think about many possibilities. It could be 1, or 2, or 7.5%, or 12, or 1,000, or 0.25, or 42. "
+        "Some say {answer}. Others say 3.14, 99%, 100 million, 17, 0.5, 2024, or 8. Any of these may be right.")
+
+
+class ReviewError(AgentrlError):
+    """The reward failed its review; the message lists what fooled it and how to skip the pre-flight."""
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    lines: list[str] = field(default_factory=list)
+
+
+def reference_of(item: Any) -> str | None:
+    for where in (item, item.get("metadata") or {}):
+        for key in ("reference_answer", "expected_answer", "answer"):
+            value = where.get(key)
+            if isinstance(value, (str, int, float)) and not isinstance(value, bool) and str(value).strip():
+                return str(value)
+    return None
+
+
+def adversarial_answers(item: Any) -> dict[str, str]:
+    prompt = item.get("prompt") or ""
+    numbers = re.findall(r"-?\d[\d,]*(?:\.\d+)?%?", prompt)
+    ref = reference_of(item) or "42"
+    return {
+        "empty": "", "the question echoed": prompt, "a lone ':'": ":", '"correct"': "correct",
+        "every number of the prompt": " ".join(numbers) or "0 1 2 3", "the answer buried among others": JUNK.format(answer=ref),
+        '"PASSED"': "PASSED", "a huge output": "lorem ipsum " * 20_000,
+    }
+
+
+def cohen_kappa(a: list[bool], b: list[bool]) -> float | None:
+    """Cohen's kappa of two binary raters; None when it is undefined (both always say the same one thing)."""
+    n = len(a)
+    if not n:
+        return None
+    po = sum(x == y for x, y in zip(a, b)) / n
+    pa, pb = sum(a) / n, sum(b) / n
+    pe = pa * pb + (1 - pa) * (1 - pb)
+    return None if pe == 1 else (po - pe) / (1 - pe)
+
+
+def threshold_of(rewards: Any) -> float:
+    weighted = [c for c in rewards.components if c.weight > 0]
+    found = [getattr(c.reward, "pass_threshold", None) for c in weighted]
+    found = [t for t in found if t is not None]
+    return max(found) if found and len(found) == len(weighted) else DEFAULT_THRESHOLD
+
+
+def _score(rewards: Any, sample: Any, item: Any) -> tuple[float | None, str | None]:
+    result = rewards.score(sample, item)
+    return result.score, result.unscorable
+
+
+def _sample(answer: str, tag: str) -> Any:
+    return make_sample(f"review-{tag}", [make_step(answer)])
+
+
+def load_rows(path: str, limit: int) -> list[tuple[str, Any]]:
+    from agentrl.dataset import read_rows
+
+    rows = []
+    for lineno, row in read_rows(path):
+        rows.append((f"{Path(path).name}:{lineno}", as_item(row)))
+        if len(rows) >= limit:
+            break
+    return rows
+
+
+def static_check(rewards_config: list, rows: list[tuple[str, Any]], where: str) -> tuple[Check, Any]:
+    from agentrl.rewards import RewardSet
+    from agentrl.rewards.gradertemplate import check_rows
+
+    try:
+        rewards = RewardSet.from_config(rewards_config, where=where)
+        for comp in rewards.components:
+            grader = getattr(comp.reward, "grader", None)
+            template = comp.reward.options.get("template")
+            if grader is not None:
+                check_rows(grader.item_fields, rows, f"{where}: {comp.label}")
+            elif isinstance(template, str):  # an llm_judge-style template option
+                check_judge_template(template, rows, f"{where}: {comp.label}.template")
+            elif comp.reward.sandboxed and str(comp.reward.origin).endswith(".py"):
+                from agentrl.rewards.graders import check_source
+
+                path = Path(comp.reward.origin)
+                check_source(path.read_text(), str(path), bool(getattr(comp.reward.fn, "network", False)), f"reward file {path}")
+    except RewardConfigError as exc:
+        return Check("static", False, [str(exc)]), None
+    labels = ", ".join(c.label for c in rewards.components)
+    return Check("static", True, [f"{len(rewards.components)} reward(s) load ({labels}); templates name fields every "
+                                  f"row has; declared env present"]), rewards
+
+
+def check_judge_template(template: str, rows: list[tuple[str, Any]], where: str) -> None:
+    from agentrl.rewards.gradertemplate import check_rows
+    from agentrl.rewards.judge import template_fields
+
+    sample_keys = ("final_answer", "trajectories", "messages", "rollout_id")
+    required = set()
+    for path, optional in template_fields(template):
+        root, _, rest = path.partition(".")
+        if root == "sample" and rest.split(".")[0] not in sample_keys:
+            raise RewardConfigError(f"{where}: {{{path}}} does not exist; a sample has {', '.join(sample_keys)}")
+        if root == "item" and not optional and rest not in ("prompt", "messages", "id", "source"):
+            required.add(rest[len("metadata."):] if rest.startswith("metadata.") else rest)
+    check_rows(required, rows, where)
+
+
+def review(rewards_config: list, rows: list[tuple[str, Any]], *, cases: str | None = None,
+           where: str = "agentrl.rewards") -> list[Check]:
+    """Run every check; the first (static) failing stops the rest."""
+    static, rewards = static_check(rewards_config, rows, where)
+    if rewards is None:
+        return [static]
+    threshold = threshold_of(rewards)
+    checks = [static]
+    gold = Check("gold", True)
+    with_ref = [(at, item, reference_of(item)) for at, item in rows if reference_of(item) is not None]
+    for at, item, ref in with_ref:
+        score, why = _score(rewards, _sample(ref, "gold"), item)
+        if score is None or score < threshold:
+            gold.ok = False
+            gold.lines.append(f"{at}: the reference answer {ref[:60]!r} scored " +
+                              (f"{score:.2f} < {threshold:g}" if score is not None else f"nothing (unscorable: {why})"))
+    gold.lines.insert(0, f"{len(with_ref) - len(gold.lines)}/{len(with_ref)} reference answers score >= {threshold:g}"
+                      if with_ref else "no row has a reference answer (reference_answer / expected_answer): skipped")
+    checks.append(gold)
+    adv = Check("adversarial", True)
+    tried = 0
+    for at, item in rows:
+        for label, answer in adversarial_answers(item).items():
+            score, why = _score(rewards, _sample(answer, "adversarial"), item)
+            tried += 1
+            if score is not None and score >= threshold:
+                adv.ok = False
+                adv.lines.append(f"{label} scored {score:.2f} on {at} (pass threshold {threshold:g}): the reward pays for it")
+    adv.lines.insert(0, f"{tried - len(adv.lines)}/{tried} hacking attempts scored below {threshold:g}")
+    checks.append(adv)
+    if cases:
+        checks.append(agreement(rewards, cases, threshold))
+    checks.append(determinism(rewards, with_ref or [(at, item, "an answer") for at, item in rows[:1]]))
+    return checks
+
+
+def agreement(rewards: Any, cases: str, threshold: float) -> Check:
+    try:
+        lines = [json.loads(line) for line in Path(cases).read_text().splitlines() if line.strip()]
+    except (OSError, ValueError) as exc:
+        raise ReviewError(f"--cases {cases}: cannot read it as JSONL of {{sample, item, human_score}}: {exc}") from None
+    ours, theirs, skipped = [], [], 0
+    for n, case in enumerate(lines, 1):
+        if not isinstance(case, dict) or not {"sample", "item", "human_score"} <= set(case):
+            raise ReviewError(f"--cases {cases}:{n}: each line needs \"sample\", \"item\" and \"human_score\"")
+        score, _ = _score(rewards, case["sample"], as_item(case["item"]))
+        if score is None:
+            skipped += 1
+            continue
+        ours.append(score >= threshold)
+        theirs.append(float(case["human_score"]) >= threshold)
+    kappa = cohen_kappa(ours, theirs)
+    agree = sum(a == b for a, b in zip(ours, theirs))
+    ok = kappa is not None and kappa >= 0.6
+    text = (f"{agree}/{len(ours)} agree with the human scores (cut at {threshold:g}), Cohen's kappa "
+            f"{'undefined' if kappa is None else f'{kappa:.2f}'}" + (f"; {skipped} unscorable" if skipped else ""))
+    return Check("agreement", ok, [text] + ([] if ok else ["kappa below 0.6: the reward and the humans disagree too often"]))
+
+
+def determinism(rewards: Any, rows: list) -> Check:
+    check = Check("determinism", True)
+    for comp in rewards.components:
+        grader = getattr(comp.reward, "grader", None)
+        if grader is not None and grader.is_model and grader.temperature != 0:
+            check.ok = False
+            check.lines.append(f"{comp.label}: the judge samples at temperature {grader.temperature:g}; set 0")
+    if rows:
+        at, item, answer = rows[0]
+        first, second = (_score(rewards, _sample(answer, "determinism"), item)[0] for _ in range(2))
+        same = first == second
+        check.ok &= same
+        fmt = lambda v: "unscorable" if v is None else f"{v:.2f}"  # noqa: E731
+        check.lines.insert(0, f"{at}: the same input scored twice gives {fmt(first)} and {fmt(second)}")
+    return check
+
+
+def render(checks: list[Check]) -> str:
+    out = []
+    for c in checks:
+        first, *rest = c.lines or [""]
+        out.append(f"{c.name:<12} {'ok  ' if c.ok else 'FAIL'} {first}")
+        out += [f"{'':<17} {line}" for line in rest]
+    return "\n".join(out)
+
+
+def review_config(config_path: str, *, cases: str | None = None, rows: int = 5) -> tuple[str, bool]:
+    """The review of a training config's rewards on its first ``rows`` training rows."""
+    from agentrl.config import load_config
+
+    settings, _, _ = load_config(config_path)
+    data = settings.train_data
+    if data == "demo":
+        from agentrl.runner import resolve_model
+
+        data = resolve_model("demo")[1]["train_path"]
+    checks = review(settings.rewards, load_rows(data, rows), cases=cases, where=f"{config_path}: agentrl.rewards")
+    return render(checks), all(c.ok for c in checks)
+
+
+def preflight(config_path: str, out, overrides: list[str] = ()) -> None:
+    """Before ``agentrl train`` starts Ray: a short review (3 rows). A reward that does not load, or that fails
+    its own reference answers, stops the run; hacking attempts it pays for and non-determinism are warnings."""
+    from agentrl.config import load_config
+
+    settings, _, _ = load_config(config_path, [o for o in overrides if not o.startswith("-")])
+    data = settings.train_data
+    if data == "demo":
+        from agentrl.runner import resolve_model
+
+        data = resolve_model("demo")[1]["train_path"]
+    checks = review(settings.rewards, load_rows(data, 3), where=f"{config_path}: agentrl.rewards")
+    print("reward review (skip with --no-review):\n" + render(checks), file=out, flush=True)
+    blocking = [c.name for c in checks if not c.ok and c.name in ("static", "gold")]
+    if blocking:
+        raise ReviewError(f"{config_path}: the reward failed its {' and '.join(blocking)} check (above); fix it, or "
+                          f"train anyway with `agentrl train {config_path} --no-review`")
+    if not all(c.ok for c in checks):
+        print("agentrl: warning: the reward review found problems (above); training goes on. "
+              f"Run `agentrl reward review {config_path}` for the full review.", file=out, flush=True)
