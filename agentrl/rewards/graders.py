@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from agentrl.rewards.errors import Unscorable
 from agentrl.rewards.gradertemplate import Template, openai_sample
-from agentrl.rewards.loading import Reward, RewardConfigError, SandboxedGrade, resolve_env
+from agentrl.rewards.loading import Reward, RewardConfigError, SandboxedGrade, check_source, resolve_env
 
 SIMILARITY = ("fuzzy_match", "bleu", "gleu", "rouge_1", "rouge_2", "rouge_3", "rouge_4", "rouge_5", "rouge_l")
 UNSUPPORTED = {"meteor": "it needs NLTK's WordNet data, which agentrl cannot download",
@@ -148,22 +148,6 @@ class PythonGrader(Grader):
         if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
             raise Unscorable(f"{self.name}: grade() returned {value!r}; a python grader returns a number")
         return float(value)
-
-
-def check_source(source: str, filename: str, network: bool, where: str) -> None:
-    """Compile grader code under the sandbox's policy and check its imports now, not at the first rollout."""
-    from agentrl.sandbox.policy import ALLOWED_IMPORTS, NETWORK_IMPORTS, GraderSourceError, compile_grader, imported_modules
-
-    try:
-        compile_grader(source, filename)
-    except GraderSourceError as exc:
-        raise RewardConfigError(f"{where} does not compile under the sandbox's policy:\n{exc}") from None
-    allowed = set(ALLOWED_IMPORTS) | (set(NETWORK_IMPORTS) if network else set()) | {"agentrl"}
-    refused = sorted(m for m in imported_modules(source) if m not in allowed)
-    if refused:
-        hint = " (network modules need \"network\": true)" if set(refused) & set(NETWORK_IMPORTS) else ""
-        raise RewardConfigError(f"{where} does not compile under the sandbox's policy: it imports {', '.join(refused)}, "
-                                f"which the sandbox does not allow{hint}; allowed: {', '.join(sorted(ALLOWED_IMPORTS))}")
 
 
 class Multi(Grader):

@@ -183,17 +183,23 @@ def _read_paths(name: str, declared: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _compiles_in_sandbox(name: str, source: str, filename: str) -> None:
-    """Compile the file under the sandbox's policy now, so a rejected construct stops the run before it
-    starts instead of making every rollout unscorable."""
+def check_source(source: str, filename: str, network: bool, where: str) -> None:
+    """Compile reward code under the sandbox's policy and check its imports now, so a rejected construct or
+    module stops the run before it starts instead of making every rollout unscorable."""
     try:
-        from agentrl.sandbox.policy import GraderSourceError, compile_grader
+        from agentrl.sandbox.policy import ALLOWED_IMPORTS, NETWORK_IMPORTS, GraderSourceError, compile_grader, imported_modules
     except ImportError:  # reported with its fix by the caller
         return
     try:
         compile_grader(source, filename)
     except GraderSourceError as exc:
-        raise RewardConfigError(f"reward {name!r}: the sandbox will not run {filename}:\n{exc}") from None
+        raise RewardConfigError(f"{where} does not compile under the sandbox's policy:\n{exc}") from None
+    allowed = set(ALLOWED_IMPORTS) | (set(NETWORK_IMPORTS) if network else set()) | {"agentrl"}
+    refused = sorted(m for m in imported_modules(source) if m not in allowed)
+    if refused:
+        hint = " (network modules need network: true)" if set(refused) & set(NETWORK_IMPORTS) else ""
+        raise RewardConfigError(f"{where} does not compile under the sandbox's policy: it imports {', '.join(refused)}, "
+                                f"which the sandbox does not allow{hint}; allowed: {', '.join(sorted(ALLOWED_IMPORTS))}")
 
 
 def _sandboxed(name: str, path: Path, options: dict) -> Reward:
@@ -202,13 +208,13 @@ def _sandboxed(name: str, path: Path, options: dict) -> Reward:
     except OSError as exc:
         raise RewardConfigError(f"reward {name!r}: cannot read {path}: {exc.strerror}") from None
     decl = file_declarations(source, str(path))
-    _compiles_in_sandbox(name, source, str(path))
+    network = bool(options.get("network", decl.get("NETWORK", False)))
+    check_source(source, str(path), network, f"reward {name!r} ({path})")
     extra = {k: v for k, v in options.items() if k not in LOADER_OPTIONS}
     if extra:
         raise RewardConfigError(f"reward {name!r} is a file run in the sandbox; options {sorted(extra)} cannot reach it. "
                                 f"Edit the constants in {path} instead (allowed options: {', '.join(LOADER_OPTIONS)})")
     env = resolve_env(name, list(dict.fromkeys([*decl.get("ENV", []), *options.get("env", [])])))
-    network = bool(options.get("network", decl.get("NETWORK", False)))
     timeout = float(options.get("timeout", decl.get("TIMEOUT", 10.0)))
     memory_mb = int(options.get("memory_mb", 512))
     # The sandbox itself makes agentrl's own folders readable (a reward file may import agentrl.rewards helpers).

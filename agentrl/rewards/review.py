@@ -117,7 +117,7 @@ def static_check(rewards_config: list, rows: list[tuple[str, Any]], where: str) 
             elif isinstance(template, str):  # an llm_judge-style template option
                 check_judge_template(template, rows, f"{where}: {comp.label}.template")
             elif comp.reward.sandboxed and str(comp.reward.origin).endswith(".py"):
-                from agentrl.rewards.graders import check_source
+                from agentrl.rewards.loading import check_source
 
                 path = Path(comp.reward.origin)
                 check_source(path.read_text(), str(path), bool(getattr(comp.reward.fn, "network", False)), f"reward file {path}")
@@ -247,7 +247,11 @@ def preflight(config_path: str, out, overrides: list[str] = ()) -> None:
     its own reference answers, stops the run; hacking attempts it pays for and non-determinism are warnings."""
     from agentrl.config import load_config
 
+    from agentrl.rewards.rewardset import RewardSet
+
     settings, _, _ = load_config(config_path, [o for o in overrides if not o.startswith("-")])
+    # A reward that does not load is the run's own error (file, line, fix), which --no-review would not skip
+    RewardSet.from_config(settings.rewards, where=f"{config_path}: agentrl.rewards")
     data = settings.train_data
     if data == "demo":
         from agentrl.runner import resolve_model
