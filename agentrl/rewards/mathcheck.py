@@ -294,6 +294,9 @@ def clear_caches() -> None:
         _POOL.clear_caches()
 
 
+_BARE_NUMBERS = re.compile(r"\s*-?\d+(?:\.\d+)?(?:\s+-?\d+(?:\.\d+)?)+\s*")
+
+
 def score_answer(pred: str, gold: str, tolerance: float | None = None, partial_credit=None, timeout: float = 5.0,
                  decimal_comma: bool | None = None) -> float:
     """1.0 if the answer ``pred`` equals the gold; 0.5 for a near miss with ``partial_credit``; else 0.0.
@@ -319,6 +322,10 @@ def score_answer(pred: str, gold: str, tolerance: float | None = None, partial_c
     if isinstance(gv, Num) and pv is None and not any(c.isdigit() or c == "\\" for c in pred):
         if not re.search(r"[A-Za-z]", pred) or re.fullmatch(r"[A-Za-z ,.!'-]{4,}", pred):
             return 0.0  # a numeric gold and an answer without a single digit ("correct")
+    if pv is None and _BARE_NUMBERS.fullmatch(pred):
+        # numbers side by side ("18 9") that are no thousands grouping: a list of candidates, not an
+        # answer; math_verify would read "$18 9$" as their sum and pay the prompt's operands back
+        return 0.0
     if symbolic_equal(glatex, f"${_no_dollars(pred)}$", timeout):
         return 1.0
     # "1.732" for \sqrt{3}: a decimal with >= 2 places that is the symbolic gold rounded

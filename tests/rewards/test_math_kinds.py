@@ -63,6 +63,9 @@ KINDS = [
     ("thousands", "Answer: 10{,}000", "10000", 1.0),
     ("thousands", "Answer: 1 000 000", "10^6", 1.0),
     ("thousands", "7,425,000", "7425000", 1.0),  # math_verify
+    ("thousands", "18 9", "27", 0.0),  # not a grouping: the operands of "18 + 9" side by side are no answer
+    ("thousands", "9 18", "27", 0.0),
+    ("thousands", "2.5 1.5", "4", 0.0),
     ("thousands", "Answer: 1,234", "1.234", 0.0),
     # text answers, and digits inside words
     ("text", "$odd$", "$\\text{odd}$", 1.0),  # math_verify
