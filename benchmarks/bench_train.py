@@ -7,16 +7,21 @@ metrics.jsonl and rollouts.jsonl. Prints, per step and on average:
   model       time in model compute: rollout sampling (the agent loop's waits on the server, a share of
               the rollout span), old/ref log-probs, the actor update, the weight sync
   outside     step - model: agent loop (templates, tool calls, parsing), rewards, trainer overhead
-The first step is reported apart (it includes warm-up).
+The first step is reported apart (it includes warm-up). Also the start-up: from verl's launch to the first
+rollout. The same steps then run again as the baseline, in the same invocation: verl's own 2 s replay-buffer
+poll (AGENTRL_REPLAY_POLL_S=2.0) and its 8 reward-loop workers (reward.num_workers=8).
 
-    .venv/bin/python benchmarks/bench_train.py [--steps 6] [--keep DIR]
+    .venv/bin/python benchmarks/bench_train.py [--steps 6] [--keep DIR] [--no-baseline]
     .venv/bin/python benchmarks/bench_train.py --run runs/demo     # analyse a finished run instead
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import os
+import re
 import statistics
 import subprocess
 import sys
@@ -27,22 +32,60 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
+BASELINE = {"AGENTRL_REPLAY_POLL_S": "2.0"}  # verl's own poll interval
+BASELINE_OVERRIDES = ["reward.num_workers=8"]  # verl's default reward-loop workers
+
+
+def train(run: Path, steps: int, env: dict | None = None, extra: tuple = ()) -> bool:
+    cmd = [sys.executable, "-m", "agentrl.cli", "train", str(REPO / "configs" / "demo.yaml"), "--no-review",
+           f"agentrl.max_steps={steps}", "agentrl.save_every=0", "agentrl.val_data=null", f"agentrl.run_dir={run}",
+           "agentrl.name=bench", *extra]
+    print("running:", " ".join(cmd), " ".join(f"{k}={v}" for k, v in (env or {}).items()), flush=True)
+    if subprocess.run(cmd, env={**os.environ, **(env or {})}).returncode != 0:
+        print("training failed; see", run / "training.log")
+        return False
+    return True
+
+
+def startup_seconds(run: Path) -> float | None:
+    """From the start of the (first) verl attempt to the first rollout's start."""
+    log = (run / "training.log").read_text(errors="replace")
+    found = re.search(r"===== attempt \d+ (\S+ \S+) =====", log)
+    rollouts = run / "rollouts.jsonl"
+    if not found or not rollouts.exists():
+        return None
+    started = datetime.datetime.fromisoformat(found.group(1)).replace(tzinfo=datetime.timezone.utc).timestamp()
+    first = min(json.loads(line)["started_at"] for line in rollouts.open() if line.strip())
+    return first - started
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=6)
-    ap.add_argument("--keep", help="run directory to use (kept afterwards)")
+    ap.add_argument("--keep", help="folder for the run directories (kept afterwards)")
     ap.add_argument("--run", help="analyse this finished run directory instead of training")
+    ap.add_argument("--no-baseline", action="store_true",
+                    help="skip the baseline run (verl's 2 s replay-buffer poll and its 8 reward-loop workers)")
     args = ap.parse_args()
     if args.run:
-        run = Path(args.run)
-    else:
-        run = Path(args.keep or tempfile.mkdtemp(prefix="agentrl-bench-")) / "run"
-        cmd = [sys.executable, "-m", "agentrl.cli", "train", str(REPO / "configs" / "demo.yaml"),
-               f"agentrl.max_steps={args.steps}", "agentrl.save_every=0", f"agentrl.run_dir={run}", "agentrl.name=bench"]
-        print("running:", " ".join(cmd), flush=True)
-        if subprocess.run(cmd).returncode != 0:
-            print("training failed; see", run / "training.log")
+        return 0 if analyse(Path(args.run)) else 1
+    folder = Path(args.keep or tempfile.mkdtemp(prefix="agentrl-bench-"))
+    results = {}
+    for name, env, extra in [("agentrl", None, ()), ("baseline", BASELINE, BASELINE_OVERRIDES)]:
+        if name == "baseline" and args.no_baseline:
+            continue
+        run = folder / name
+        if not train(run, args.steps, env, extra):
             return 1
+        print(f"\n== {name}")
+        results[name] = analyse(run)
+    print("\n" + "  ".join(f"{k}: start-up {v[0]:.1f} s, {v[1]:.2f} s/step, {v[2]:.0f}% outside the model"
+                           for k, v in results.items() if v))
+    return 0
+
+
+def analyse(run: Path) -> tuple[float, float, float] | None:
+    """Per-step table for one run; returns (start-up s, steady s/step, % of a step outside the model)."""
     metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
     rollouts = [json.loads(line) for line in (run / "rollouts.jsonl").read_text().splitlines() if line.strip()]
     by_step = defaultdict(list)
@@ -82,8 +125,10 @@ def main() -> int:
     print(f"\nsteady state ({len(steady)} steps): {step_mean:.2f} s/step; outside the model {outside:.2f} s "
           f"({100 * outside / step_mean:.0f}% of the step), of which {waiting:.2f} s is the generation phase "
           f"outlasting the rollouts (verl's replay-buffer polling)")
+    startup = startup_seconds(run)
+    print(f"start-up: {startup:.1f} s from verl's launch to the first rollout" if startup is not None else "start-up: n/a")
     print(f"run directory: {run}")
-    return 0
+    return (startup or float("nan"), step_mean, 100 * outside / step_mean)
 
 
 if __name__ == "__main__":
