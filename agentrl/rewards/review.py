@@ -116,11 +116,7 @@ def static_check(rewards_config: list, rows: list[tuple[str, Any]], where: str) 
                 check_rows(grader.item_fields, rows, f"{where}: {comp.label}")
             elif isinstance(template, str):  # an llm_judge-style template option
                 check_judge_template(template, rows, f"{where}: {comp.label}.template")
-            elif comp.reward.sandboxed and str(comp.reward.origin).endswith(".py"):
-                from agentrl.rewards.loading import check_source
-
-                path = Path(comp.reward.origin)
-                check_source(path.read_text(), str(path), bool(getattr(comp.reward.fn, "network", False)), f"reward file {path}")
+            # reward files were compiled and their imports checked under the sandbox's policy by the load itself
     except RewardConfigError as exc:
         return Check("static", False, [str(exc)]), None
     labels = ", ".join(c.label for c in rewards.components)
@@ -228,16 +224,22 @@ def render(checks: list[Check]) -> str:
     return "\n".join(out)
 
 
-def review_config(config_path: str, *, cases: str | None = None, rows: int = 5) -> tuple[str, bool]:
-    """The review of a training config's rewards on its first ``rows`` training rows."""
+def _settings_and_data(config_path: str, overrides: list[str] = ()):
+    """The config's agentrl settings and its training data file (the demo's built file for ``demo``)."""
     from agentrl.config import load_config
 
-    settings, _, _ = load_config(config_path)
+    settings, _, _ = load_config(config_path, list(overrides))
     data = settings.train_data
     if data == "demo":
         from agentrl.runner import resolve_model
 
         data = resolve_model("demo")[1]["train_path"]
+    return settings, data
+
+
+def review_config(config_path: str, *, cases: str | None = None, rows: int = 5) -> tuple[str, bool]:
+    """The review of a training config's rewards on its first ``rows`` training rows."""
+    settings, data = _settings_and_data(config_path)
     checks = review(settings.rewards, load_rows(data, rows), cases=cases, where=f"{config_path}: agentrl.rewards")
     return render(checks), all(c.ok for c in checks)
 
@@ -245,18 +247,11 @@ def review_config(config_path: str, *, cases: str | None = None, rows: int = 5) 
 def preflight(config_path: str, out, overrides: list[str] = ()) -> None:
     """Before ``agentrl train`` starts Ray: a short review (3 rows). A reward that does not load, or that fails
     its own reference answers, stops the run; hacking attempts it pays for and non-determinism are warnings."""
-    from agentrl.config import load_config
-
     from agentrl.rewards.rewardset import RewardSet
 
-    settings, _, _ = load_config(config_path, [o for o in overrides if not o.startswith("-")])
+    settings, data = _settings_and_data(config_path, [o for o in overrides if not o.startswith("-")])
     # A reward that does not load is the run's own error (file, line, fix), which --no-review would not skip
     RewardSet.from_config(settings.rewards, where=f"{config_path}: agentrl.rewards")
-    data = settings.train_data
-    if data == "demo":
-        from agentrl.runner import resolve_model
-
-        data = resolve_model("demo")[1]["train_path"]
     checks = review(settings.rewards, load_rows(data, 3), where=f"{config_path}: agentrl.rewards")
     print("reward review (skip with --no-review):\n" + render(checks), file=out, flush=True)
     blocking = [c.name for c in checks if not c.ok and c.name in ("static", "gold")]
