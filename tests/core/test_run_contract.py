@@ -3,6 +3,9 @@ paths relative to the config file, `+key` overrides, and suggestions for the nam
 
 from __future__ import annotations
 
+import json
+import os
+
 import pytest
 
 from agentrl.config import ConfigError, load_config
@@ -120,3 +123,38 @@ def test_an_agentrl_setting_outside_the_agentrl_block_is_pointed_home():
         with pytest.raises(ConfigError) as err:
             check_verl_keys({key: 4}, defaults, "c.yaml")
         assert f"'{home}'" in str(err.value), str(err.value)
+
+
+def test_a_worker_settles_the_garbage_collector_once_and_still_collects(tmp_path):
+    """verl's agent-loop worker: what is loaded is frozen, young collections are rarer, new cycles still go."""
+    import subprocess
+    import sys
+
+    from agentrl.spec import RunSpec
+
+    settings, _, _ = config(tmp_path, "")
+    path = tmp_path / "agentrl_spec.json"
+    RunSpec.from_settings(settings, tmp_path / "run").write(path)
+    probe = (
+        "import gc, json, sys\n"
+        "from agentrl.worker import WorkerState\n"
+        "before = gc.get_threshold()\n"
+        "state = WorkerState.for_file(sys.argv[1])\n"
+        "frozen = gc.get_freeze_count()\n"
+        "assert WorkerState.for_file(sys.argv[1]) is state and gc.get_freeze_count() == frozen\n"
+        "loaded = state._rewards is not None\n"
+        "a = []; a.append(a); del a\n"
+        "print(json.dumps([before, gc.get_threshold(), frozen, loaded, gc.collect()]))\n"
+    )
+    for tuning in ("1", "0"):
+        env = {**os.environ, "AGENTRL_GC_TUNING": tuning}
+        out = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, env=env,
+                             timeout=120)
+        assert out.returncode == 0, out.stderr[-2000:]
+        before, after, frozen, loaded, collected = json.loads(out.stdout.splitlines()[-1])
+        assert loaded  # the rewards' modules are loaded before the freeze
+        assert collected >= 1  # a cycle made after the freeze is still collected
+        if tuning == "1":
+            assert tuple(after) == (50_000, 20, 100) and frozen > 10_000
+        else:
+            assert after == before and frozen == 0
