@@ -10,28 +10,55 @@
 The call runs in a daemon thread; past the deadline the caller gets ``DeadlineExceeded`` and the thread is
 abandoned (Python cannot stop a thread: code that must really be stopped runs in a process that can be
 killed, as the sandbox and the math checker do). Signals are not used, so it works in any thread.
+Threads are reused: one that finishes its call waits for the next (up to ``MAX_IDLE`` wait), so a reward
+called for every rollout does not start a thread each time; an abandoned one never comes back.
 """
 
 from __future__ import annotations
 
 import asyncio
+import queue
 import threading
 from typing import Any, Callable
+
+MAX_IDLE = 64  # finished threads kept waiting for the next call; more than this end
 
 
 class DeadlineExceeded(TimeoutError):
     """The call did not finish in time; the message names it and the deadline."""
 
 
-def _start(fn: Callable[[], Any], name: str, done: Callable[[bool, Any], None]) -> None:
-    def target() -> None:
-        try:
-            value, ok = fn(), True
-        except BaseException as exc:  # carried to the caller
-            value, ok = exc, False
-        done(ok, value)
+class _Runner:
+    """A daemon thread running one call at a time; idle between calls, gone when the pool is full."""
 
-    threading.Thread(target=target, name=f"deadline-{name}", daemon=True).start()
+    _idle: list["_Runner"] = []
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._serve, name="agentrl-deadline", daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            fn, done = self.jobs.get()
+            try:
+                value, ok = fn(), True
+            except BaseException as exc:  # carried to the caller
+                value, ok = exc, False
+            fn = None  # nothing of the call is kept while idle
+            done(ok, value)
+            value = done = None
+            with _Runner._lock:
+                if len(_Runner._idle) >= MAX_IDLE:
+                    return
+                _Runner._idle.append(self)
+
+
+def _start(fn: Callable[[], Any], name: str, done: Callable[[bool, Any], None]) -> None:
+    with _Runner._lock:
+        runner = _Runner._idle.pop() if _Runner._idle else None
+    (runner or _Runner()).jobs.put((fn, done))
 
 
 def call_with_deadline(fn: Callable[[], Any], timeout: float, name: str = "call") -> Any:
