@@ -27,7 +27,8 @@ class Record(dict):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for key, value in list(self.items()):
-            dict.__setitem__(self, key, wrap(value))
+            if type(value) not in _PLAIN:
+                dict.__setitem__(self, key, wrap(value))
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -42,9 +43,12 @@ class Record(dict):
         dict.__setitem__(self, key, wrap(value))
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})  # left as they are, checked first: most values are text
+
+
 def wrap(value: Any) -> Any:
     """Turn nested dicts into Records (lists and tuples are walked)."""
-    if isinstance(value, Record):
+    if type(value) in _PLAIN or isinstance(value, Record):
         return value
     if isinstance(value, dict):
         return Record(value)
