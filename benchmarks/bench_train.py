@@ -127,8 +127,9 @@ def startups(run: Path) -> list[dict]:
     path = run / "rollouts.jsonl"
     if not path.exists():
         return []
-    rollouts = sorted((r["started_at"], r["step"]) for r in map(json.loads, filter(str.strip, path.open()))
-                      if not r.get("validation"))
+    # (start, trainer step or None for a validation rollout): the first rollout may be a validation one
+    rollouts = sorted((r["started_at"], None if r.get("validation") else r["step"])
+                      for r in map(json.loads, filter(str.strip, path.open())))
     attempts = _attempts(run)
     commands = _command_starts(run)
     logs = _attempt_logs(run)
@@ -140,7 +141,8 @@ def startups(run: Path) -> list[dict]:
             continue
         first = mine[0][0]
         command = commands.get(str(number))
-        out.append({"attempt": number, "first_step": min(step for _, step in mine), "from_launch": first - launched,
+        steps = [step for _, step in mine if step is not None and step >= 1]  # trainer steps count from 1
+        out.append({"attempt": number, "first_step": min(steps, default=None), "from_launch": first - launched,
                     "from_command": first - command if command else None,
                     "preflight": launched - command if command else None,
                     "phases": _phases(logs.get(number, ""), launched, first)})
