@@ -230,17 +230,23 @@ def train(config_path: str, overrides: list[str], out=sys.stdout, check_tools: b
                             pass_fds=(lock.fileno(),))
     watcher = run_metrics.Watcher(run_dir, attempt, plan["total_steps"], out=out,
                                   start_step=resume["step"] if resume else 0)
-    interrupted = False
+    # Ctrl-C is acted on between polls, never inside one: a KeyboardInterrupt raised in the middle of a
+    # LoRA checkpoint merge (its first poll imports torch, then writes the merged model) leaves torch
+    # partly imported, so the poll after it fails (agentrl train died of SIGSEGV), or a merge half-written
+    asked: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: asked.append(signum))
     try:
-        while proc.poll() is None:
+        while proc.poll() is None and not asked:
             watcher.poll()
             time.sleep(1.0)
-        watcher.poll()
-    except KeyboardInterrupt:
-        interrupted = True
-        print("\nagentrl: interrupted; stopping verl and Ray (the run resumes from its last checkpoint)",
-              file=out, flush=True)
+        if not asked:
+            watcher.poll()
     finally:
+        signal.signal(signal.SIGINT, previous)
+        interrupted = bool(asked)
+        if interrupted:
+            print("\nagentrl: interrupted; stopping verl and Ray (the run resumes from its last checkpoint)",
+                  file=out, flush=True)
         _stop(proc)
         watcher.poll()
         log.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,9 @@ CPU_DEFAULTS: dict[str, Any] = {
     "trainer.n_gpus_per_node": 1,  # resource pools count GPUs: one logical Ray GPU
     "+ray_kwargs.ray_init.num_gpus": 1,
     "ray_kwargs.ray_init.num_cpus": 16,  # logical: TransferQueue and workers each ask for whole CPUs
+    # Ray's dashboard is some ten Python processes starting beside verl's on 2 cores (ray.init 1.5 s
+    # slower), and it takes port 8265, `agentrl ui`'s default
+    "+ray_kwargs.ray_init.include_dashboard": False,
     "transfer_queue.backend.SimpleStorage.num_data_storage_units": 1,
     "data.dataloader_num_workers": 0,
     "actor_rollout_ref.rollout.agent.num_workers": 1,
@@ -56,9 +60,18 @@ def step_plan(settings: AgentrlSettings, train_rows: int) -> StepPlan:
     return StepPlan(per_epoch, epochs, total)
 
 
+# A GPU that torch could use shows up as one of these device nodes (NVIDIA, ROCm, WSL's GPU bridge).
+GPU_DEVICE_NODES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")
+
+
 def on_cpu(settings: AgentrlSettings) -> bool:
     if settings.device != "auto":
         return settings.device == "cpu"
+    if not any(os.path.exists(node) for node in GPU_DEVICE_NODES) and not any(
+            shutil.which(tool) for tool in ("nvidia-smi", "rocm-smi")):
+        # no GPU device and no GPU driver tool: no accelerator, known without importing torch (about a
+        # second of `agentrl train`'s pre-flight on a 2-core machine)
+        return True
     from agentrl.verl_cpu.detect import has_accelerator
 
     return not has_accelerator()

@@ -1,17 +1,20 @@
-"""Seconds per step of the CPU demo, and where a step's time goes.
+"""Seconds per step of the CPU demo, where a step's time goes, and how long a fresh and a resumed run take to start.
 
-Runs `agentrl train configs/demo.yaml` for a few steps in a scratch run directory and reads its
-metrics.jsonl and rollouts.jsonl. Prints, per step and on average:
-  step        verl's wall time for the step
+Runs `agentrl train configs/demo.yaml` for a few steps in a scratch run directory (it ends with a checkpoint),
+then runs the same command again on that directory for a couple more steps: agentrl resumes from the checkpoint.
+Reads metrics.jsonl and rollouts.jsonl and prints, per step and on average:
+  step        verl's wall time for the step (less the checkpoint save, reported apart)
   gen         verl's generation phase; rollouts = the span from the first rollout's start to the last's end
   model       time in model compute: rollout sampling (the agent loop's waits on the server, a share of
               the rollout span), old/ref log-probs, the actor update, the weight sync
   outside     step - model: agent loop (templates, tool calls, parsing), rewards, trainer overhead
-The first step is reported apart (it includes warm-up). Also the start-up: from verl's launch to the first
-rollout. The same steps then run again as the baseline, in the same invocation: verl's own 2 s replay-buffer
-poll (AGENTRL_REPLAY_POLL_S=2.0) and its 8 reward-loop workers (reward.num_workers=8).
+The first step is reported apart (it includes warm-up). Start-up, for the fresh run and the resumed one: from
+verl's launch to the attempt's first rollout, and from the `agentrl train` command's own start (so agentrl's
+pre-flight shows: config, data, tool-server check, before verl is launched). The fresh run then goes again as
+the baseline, in the same invocation: verl's own 2 s replay-buffer poll (AGENTRL_REPLAY_POLL_S=2.0) and its 8
+reward-loop workers (reward.num_workers=8).
 
-    .venv/bin/python benchmarks/bench_train.py [--steps 6] [--keep DIR] [--no-baseline]
+    .venv/bin/python benchmarks/bench_train.py [--steps 6] [--resume-steps 2] [--keep DIR] [--no-baseline]
     .venv/bin/python benchmarks/bench_train.py --run runs/demo     # analyse a finished run instead
 """
 
@@ -20,12 +23,14 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import os
 import re
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -34,34 +39,121 @@ REPO = Path(__file__).resolve().parent.parent
 
 BASELINE = {"AGENTRL_REPLAY_POLL_S": "2.0"}  # verl's own poll interval
 BASELINE_OVERRIDES = ["reward.num_workers=8"]  # verl's default reward-loop workers
+STARTS = "bench_starts.json"  # in the run directory: when each attempt's `agentrl train` command started
 
 
 def train(run: Path, steps: int, env: dict | None = None, extra: tuple = ()) -> bool:
+    """`agentrl train` on ``run`` up to ``steps`` (a run directory with a checkpoint resumes from it). A
+    checkpoint is saved at the last step, so the run can be resumed."""
     cmd = [sys.executable, "-m", "agentrl.cli", "train", str(REPO / "configs" / "demo.yaml"), "--no-review",
-           f"agentrl.max_steps={steps}", "agentrl.save_every=0", "agentrl.val_data=null", f"agentrl.run_dir={run}",
-           "agentrl.name=bench", *extra]
+           f"agentrl.max_steps={steps}", f"agentrl.save_every={steps}", "agentrl.val_data=null",
+           f"agentrl.run_dir={run}", "agentrl.name=bench", *extra]
     print("running:", " ".join(cmd), " ".join(f"{k}={v}" for k, v in (env or {}).items()), flush=True)
-    if subprocess.run(cmd, env={**os.environ, **(env or {})}).returncode != 0:
+    starts = _command_starts(run)
+    started = time.time()
+    code = subprocess.run(cmd, env={**os.environ, **(env or {})}).returncode
+    attempts = _attempts(run)
+    if attempts:  # the attempt this command launched (none when it failed before launching verl)
+        starts[str(attempts[-1][0])] = started
+        (run / STARTS).write_text(json.dumps(starts))
+    if code != 0:
         print("training failed; see", run / "training.log")
         return False
     return True
 
 
-def startup_seconds(run: Path) -> float | None:
-    """From the start of the (first) verl attempt to the first rollout's start."""
-    log = (run / "training.log").read_text(errors="replace")
-    found = re.search(r"===== attempt \d+ (\S+ \S+) =====", log)
-    rollouts = run / "rollouts.jsonl"
-    if not found or not rollouts.exists():
-        return None
-    started = datetime.datetime.fromisoformat(found.group(1)).replace(tzinfo=datetime.timezone.utc).timestamp()
-    first = min(json.loads(line)["started_at"] for line in rollouts.open() if line.strip())
-    return first - started
+def _command_starts(run: Path) -> dict[str, float]:
+    try:
+        return json.loads((run / STARTS).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _attempts(run: Path) -> list[tuple[int, float]]:
+    """(attempt number, verl's launch time) for each attempt in training.log. Its header has whole seconds
+    of local time; the runner writes logs/command.N.json just before, and its time is finer."""
+    try:
+        log = (run / "training.log").read_text(errors="replace")
+    except OSError:
+        return []
+    out = []
+    for n, at in re.findall(r"===== attempt (\d+) (\S+ \S+) =====", log):
+        launched = datetime.datetime.fromisoformat(at).timestamp()
+        try:
+            written = (run / "logs" / f"command.{n}.json").stat().st_mtime
+        except OSError:
+            written = None
+        out.append((int(n), written if written and launched - 1 <= written < launched + 1 else launched))
+    return out
+
+
+# Milestones verl prints (with a timestamp) during start-up, in order: the start-up split by them.
+MILESTONES = [
+    ("verl's imports, Hydra config, Ray start", r"Started a local Ray instance"),
+    ("trainer actor: imports, TransferQueue, datasets", r"train and validate dataloader initialized"),
+    ("actor worker: spawn, model, FSDP, optimizer", r"actor and ref model engine initialized"),
+    ("reward loop, rollout server, checkpoint engine", r"checkpoint engine manager initialized"),
+    ("checkpoint load (model, optimizer, data state)", r"all initialize finished, ready to fit"),
+]
+STAMP = r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})"
+
+
+def _attempt_logs(run: Path) -> dict[int, str]:
+    try:
+        log = (run / "training.log").read_text(errors="replace")
+    except OSError:
+        return {}
+    parts = re.split(r"^===== attempt (\d+) \S+ \S+ =====$", log, flags=re.M)
+    return {int(parts[i]): parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+def _phases(text: str, launched: float, first: float) -> list[tuple[str, float]]:
+    """Seconds between consecutive milestones of one attempt's log, launch to first rollout."""
+    out, last = [], launched
+    for label, pattern in MILESTONES:
+        stamp = re.search(STAMP + r"[^\n]*" + pattern, text)
+        if not stamp:
+            continue
+        at = datetime.datetime.fromisoformat(stamp.group(1)).timestamp() + int(stamp.group(2)) / 1000
+        out.append((label, at - last))
+        last = at
+    out.append(("agent-loop worker: spawn, first rollout", first - last))
+    return out
+
+
+def startups(run: Path) -> list[dict]:
+    """Per attempt: seconds from verl's launch (and from the command's start, when known) to the first
+    rollout that attempt started, and the first training step that attempt drew rollouts for."""
+    path = run / "rollouts.jsonl"
+    if not path.exists():
+        return []
+    # (start, trainer step or None for a validation rollout): the first rollout may be a validation one
+    rollouts = sorted((r["started_at"], None if r.get("validation") else r["step"])
+                      for r in map(json.loads, filter(str.strip, path.open())))
+    attempts = _attempts(run)
+    commands = _command_starts(run)
+    logs = _attempt_logs(run)
+    out = []
+    for i, (number, launched) in enumerate(attempts):
+        until = attempts[i + 1][1] if i + 1 < len(attempts) else math.inf
+        mine = [(t, step) for t, step in rollouts if launched <= t < until]
+        if not mine:
+            continue
+        first = mine[0][0]
+        command = commands.get(str(number))
+        steps = [step for _, step in mine if step is not None and step >= 1]  # trainer steps count from 1
+        out.append({"attempt": number, "first_step": min(steps, default=None), "from_launch": first - launched,
+                    "from_command": first - command if command else None,
+                    "preflight": launched - command if command else None,
+                    "phases": _phases(logs.get(number, ""), launched, first)})
+    return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--resume-steps", type=int, default=2,
+                    help="steps the resumed run trains past the first run's checkpoint (0: no resumed run)")
     ap.add_argument("--keep", help="folder for the run directories (kept afterwards)")
     ap.add_argument("--run", help="analyse this finished run directory instead of training")
     ap.add_argument("--no-baseline", action="store_true",
@@ -77,15 +169,27 @@ def main() -> int:
         run = folder / name
         if not train(run, args.steps, env, extra):
             return 1
+        if name == "agentrl" and args.resume_steps > 0 and not train(run, args.steps + args.resume_steps, env, extra):
+            return 1
         print(f"\n== {name}")
         results[name] = analyse(run)
-    print("\n" + "  ".join(f"{k}: start-up {v[0]:.1f} s, {v[1]:.2f} s/step, {v[2]:.0f}% outside the model"
-                           for k, v in results.items() if v))
+    print()
+    for name, (ups, step_s, outside) in results.items():
+        print(f"{name}: {step_s:.2f} s/step, {outside:.0f}% outside the model; "
+              + "; ".join(_startup_text(u, fresh=i == 0) for i, u in enumerate(ups)))
     return 0
 
 
-def analyse(run: Path) -> tuple[float, float, float] | None:
-    """Per-step table for one run; returns (start-up s, steady s/step, % of a step outside the model)."""
+def _startup_text(u: dict, fresh: bool) -> str:
+    kind = "fresh" if fresh else f"resumed (attempt {u['attempt']})"
+    text = f"start-up {kind} {u['from_launch']:.1f} s from verl's launch"
+    if u["from_command"] is not None:
+        text += f", {u['from_command']:.1f} s from `agentrl train` ({u['preflight']:.1f} s of it agentrl's pre-flight)"
+    return text
+
+
+def analyse(run: Path) -> tuple[list[dict], float, float] | None:
+    """Per-step table for one run; returns (start-ups per attempt, steady s/step, % of a step outside the model)."""
     metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
     rollouts = [json.loads(line) for line in (run / "rollouts.jsonl").read_text().splitlines() if line.strip()]
     by_step = defaultdict(list)
@@ -93,12 +197,18 @@ def analyse(run: Path) -> tuple[float, float, float] | None:
         if not r.get("validation"):
             by_step[r["step"]].append(r)
     rows = []
+    saves = []
+    ups = startups(run)
+    firsts = {u["first_step"] for u in ups} or {metrics[0]["step"] if metrics else 0}
     for m in metrics:
         if m.get("validation"):
             continue
         v = m["verl"]
         rs = by_step.get(m["step"], [])  # each rollout names the trainer step it was drawn for
-        step = v.get("timing_s/step", 0.0)
+        save = v.get("timing_s/save_checkpoint", 0.0)
+        if save:
+            saves.append((m["step"], save))
+        step = v.get("timing_s/step", 0.0) - save  # a checkpoint save is no part of a step's overhead
         gen = v.get("timing_s/gen", 0.0)
         # The rollouts of a step run concurrently: their span is the agent loop's wall time. Within it, the
         # share of each rollout's own time spent waiting on the model server is the model's share.
@@ -117,18 +227,27 @@ def analyse(run: Path) -> tuple[float, float, float] | None:
           f"{'tool_s/rollout':>15} {'reward_s/rollout':>17}")
     for row in rows:
         print(f"{row[0]:>4} {row[1]:7.2f} {row[2]:7.2f} {row[3]:10.2f} {row[4]:8.2f} {row[5]:9.2f} {row[6]:15.4f} "
-              f"{row[7]:17.4f}")
-    steady = rows[1:] or rows
+              f"{row[7]:17.4f}" + ("   (first of its attempt)" if row[0] in firsts else ""))
+    steady = [r for r in rows if r[0] not in firsts] or rows
     step_mean = statistics.fmean(r[1] for r in steady)
     outside = statistics.fmean(r[5] for r in steady)
     waiting = statistics.fmean(r[2] - r[3] for r in steady)
-    print(f"\nsteady state ({len(steady)} steps): {step_mean:.2f} s/step; outside the model {outside:.2f} s "
-          f"({100 * outside / step_mean:.0f}% of the step), of which {waiting:.2f} s is the generation phase "
-          f"outlasting the rollouts (verl's replay-buffer polling)")
-    startup = startup_seconds(run)
-    print(f"start-up: {startup:.1f} s from verl's launch to the first rollout" if startup is not None else "start-up: n/a")
+    print(f"\nsteady state ({len(steady)} steps, each attempt's first step left out): {step_mean:.2f} s/step; "
+          f"outside the model {outside:.2f} s ({100 * outside / step_mean:.0f}% of the step), of which {waiting:.2f} s "
+          f"is the generation phase outlasting the rollouts (verl's replay-buffer polling)")
+    if saves:
+        print("checkpoint saves (left out of the step times above): "
+              + ", ".join(f"step {s} {t:.2f} s" for s, t in saves))
+    for i, u in enumerate(ups):
+        print(_startup_text(u, fresh=i == 0))
+        if u["preflight"] is not None:
+            print(f"  {u['preflight']:6.1f} s  agentrl's pre-flight: config, data, tool-server check (to verl's launch)")
+        for label, seconds in u["phases"]:
+            print(f"  {seconds:6.1f} s  {label}")
+    if not ups:
+        print("start-up: n/a")
     print(f"run directory: {run}")
-    return (startup or float("nan"), step_mean, 100 * outside / step_mean)
+    return (ups, step_mean, 100 * outside / step_mean)
 
 
 if __name__ == "__main__":
