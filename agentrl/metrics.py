@@ -136,36 +136,60 @@ def error_tail(log_path: Path, lines: int = 12) -> str:
     return "\n".join(text[-lines:])
 
 
+# The record's own step and validation flag, read without parsing the line. ``append_rollout`` writes
+# them before the messages, and a string inside a record cannot hold an unescaped quote, so the first
+# match is the record's own; a line it does not match is parsed.
+_STEP_FIELDS = re.compile(rb'"step": (-?\d+|null), "validation": (true|false)')
+
+
+def _step_of(line: bytes) -> tuple[Any, bool] | None:
+    """(step, validation) of one JSONL line; None for a line that is not a JSON object."""
+    found = _STEP_FIELDS.search(line)
+    if found is not None:
+        raw = found.group(1)
+        return (None if raw == b"null" else int(raw)), found.group(2) == b"true"
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(rec, dict):
+        return None
+    return rec.get("step"), bool(rec.get("validation"))
+
+
 def rewind(run_dir: Path, step: int, attempt: int) -> int:
     """Before resuming from checkpoint ``step``: set aside every line of metrics.jsonl and rollouts.jsonl
     that the resumed run will write again (training past ``step``; validation at ``step`` and later, as
     the resumed run validates before its first step). They move to ``logs/rewound.ATTEMPT.*.jsonl``, so
-    nothing is lost and no step appears twice. Returns how many lines moved."""
+    nothing is lost and no step appears twice. Returns how many lines moved.
+
+    The files are streamed, a line at a time: a long run's rollouts.jsonl (gigabytes) costs a resume one
+    read, and memory for one line."""
     moved = 0
     for name in ("metrics.jsonl", "rollouts.jsonl"):
         path = Path(run_dir) / name
         if not path.exists():
             continue
-        keep, drop = [], []
-        for line in path.read_text().splitlines(keepends=True):
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                drop.append(line)
-                continue
-            at = rec.get("step")
-            if not isinstance(at, int):
-                keep.append(line)
-            elif rec.get("validation"):
-                (drop if at >= step else keep).append(line)
-            else:
-                (drop if at > step else keep).append(line)
-        if drop:
-            aside = Path(run_dir) / "logs" / f"rewound.{attempt}.{name}"
-            with aside.open("a") as fh:
-                fh.writelines(drop)
-            _write_atomic(path, "".join(keep))
-            moved += len(drop)
+        aside = Path(run_dir) / "logs" / f"rewound.{attempt}.{name}"
+        tmp = path.with_name(path.name + ".tmp")
+        dropped = 0
+        with path.open("rb") as src, tmp.open("wb") as keep, aside.open("ab") as drop:
+            for line in src:
+                found = _step_of(line)
+                if found is None:
+                    rewound = True  # not a record: a line cut short when the last attempt died
+                else:
+                    at, validation = found
+                    rewound = isinstance(at, int) and (at >= step if validation else at > step)
+                (drop if rewound else keep).write(line if line.endswith(b"\n") else line + b"\n")
+                dropped += rewound
+        if dropped:
+            os.replace(tmp, path)
+            moved += dropped
+        else:
+            tmp.unlink()
+        if aside.stat().st_size == 0:
+            aside.unlink()
     _recover_lost_steps(Path(run_dir), step)
     return moved
 
@@ -173,15 +197,24 @@ def rewind(run_dir: Path, step: int, attempt: int) -> int:
 def _recover_lost_steps(run_dir: Path, step: int) -> None:
     """verl saves a step's checkpoint before it logs the step's metrics: an attempt stopped in between
     leaves a checkpointed step with rollouts but no metrics line. Write that line from its rollouts
-    (``"recovered": true``, without verl's own metrics) so the curve has no hole."""
-    rollouts, _ = read_jsonl(run_dir / "rollouts.jsonl")
+    (``"recovered": true``, without verl's own metrics) so the curve has no hole. Only the rollouts of
+    such steps are parsed."""
     metrics, _ = read_jsonl(run_dir / "metrics.jsonl")
     have = {m.get("step") for m in metrics if not m.get("validation")}
     by_step: dict[int, list[dict]] = defaultdict(list)
-    for r in rollouts:
-        if not r.get("validation") and isinstance(r.get("step"), int) and 0 < r["step"] <= step:
-            by_step[r["step"]].append(r)
-    lost = sorted(set(by_step) - have)
+    path = run_dir / "rollouts.jsonl"
+    if path.exists():
+        with path.open("rb") as fh:
+            for line in fh:
+                found = _step_of(line)
+                if found is None or found[1] or not isinstance(found[0], int):
+                    continue
+                if 0 < found[0] <= step and found[0] not in have:
+                    try:
+                        by_step[found[0]].append(json.loads(line))
+                    except ValueError:
+                        continue
+    lost = sorted(by_step)
     if not lost:
         return
     for n in lost:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 
 from agentrl.metrics import check_checkpoint, last_complete_checkpoint, rollout_summary
 from agentrl.runlog import append_jsonl, read_jsonl
@@ -110,3 +112,22 @@ def test_a_checkpointed_step_whose_metrics_line_was_lost_is_recovered_from_its_r
     lines = read_jsonl(tmp_path / "metrics.jsonl")[0]
     assert [(m["step"], m.get("recovered", False)) for m in lines] == [(1, False), (2, True)]
     assert lines[1]["rollouts"] == 2 and lines[1]["reward_mean"] == 1.0
+
+
+def test_rewind_reads_each_record_s_own_step_whatever_its_text_or_key_order(tmp_path):
+    """A message quoting `"step": 9, "validation": true`, keys in another order, a line cut short."""
+    from agentrl.metrics import rewind
+
+    (tmp_path / "logs").mkdir()
+    tricky = _rollout(1, False, 1.0, "quoted")
+    tricky["messages"] = [{"role": "user", "content": 'log: "step": 9, "validation": true'}]
+    append_jsonl(tmp_path / "rollouts.jsonl", tricky)
+    append_jsonl(tmp_path / "rollouts.jsonl", {"validation": False, "reward": 1.0, "step": 3, "rollout_id": "reordered"})
+    append_jsonl(tmp_path / "rollouts.jsonl", {"rollout_id": "no-step", "reward": 1.0})
+    with (tmp_path / "rollouts.jsonl").open("a") as fh:
+        fh.write('{"rollout_id": "cut", "step": 1, "valid')  # the last attempt died mid-line
+    assert rewind(tmp_path, 2, attempt=2) == 2
+    kept = [r["rollout_id"] for r in read_jsonl(tmp_path / "rollouts.jsonl")[0]]
+    assert kept == ["quoted", "no-step"]
+    aside = (tmp_path / "logs" / "rewound.2.rollouts.jsonl").read_text().splitlines()
+    assert [json.loads(aside[0])["rollout_id"], aside[1]] == ["reordered", '{"rollout_id": "cut", "step": 1, "valid']
