@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from agentrl.config import ConfigError, check_verl_keys, hydra_value, load_config
@@ -96,3 +98,28 @@ def test_verl_processes_get_the_sandbox_size_unless_the_user_set_one(tmp_path, m
     assert child_env(tmp_path, 1, overrides)["AGENTRL_SANDBOX_WORKERS"] == str(sandbox_workers(overrides))
     monkeypatch.setenv("AGENTRL_SANDBOX_WORKERS", "5")
     assert child_env(tmp_path, 1, overrides)["AGENTRL_SANDBOX_WORKERS"] == "5"
+
+
+def test_verl_defaults_are_verl_s_own_and_read_without_importing_verl():
+    """The pre-flight reads verl's config folder (no torch import) and gets what main_ppo composes."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import json, sys\n"
+        "from agentrl.config import verl_defaults\n"
+        "ours = verl_defaults()\n"
+        "print(json.dumps(['torch' in sys.modules, 'verl' in sys.modules]))\n"
+        "from hydra import compose, initialize_config_module\n"
+        "from hydra.core.global_hydra import GlobalHydra\n"
+        "from omegaconf import OmegaConf\n"
+        "GlobalHydra.instance().clear()\n"
+        "with initialize_config_module(config_module='verl.trainer.config', version_base=None):\n"
+        "    theirs = OmegaConf.to_container(compose(config_name='ppo_trainer'), resolve=False)\n"
+        "print(json.dumps(ours == theirs))\n"
+        "print(json.dumps(ours['actor_rollout_ref']['rollout']['n']))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    imported, same, n = [json.loads(line) for line in out.stdout.splitlines()[-3:]]
+    assert imported == [False, False] and same is True and isinstance(n, int)
