@@ -3,22 +3,29 @@
     .venv/bin/python benchmarks/bench_loop.py [--rollouts 1024] [--turns 4] [--calls 2] [--waves 3]
 
 The real agent loop (``agentrl.agent_loop.AgentrlAgentLoop``, built by its constructor as verl's
-agent-loop worker builds it) runs ``--rollouts`` rollouts at once. A stand-in shaped like verl's server
-manager (``generate(request_id, prompt_ids=, sampling_params=) -> TokenOutput``) answers every turn at
-once with pre-tokenised text: ``--calls`` hermes tool calls per turn, then a final answer on the last
-turn. The tool calls go to the agentrl-calculator MCP server over streamable HTTP on 127.0.0.1, and the
-demo's rewards (math + tool_use) score every rollout; every rollout is appended to rollouts.jsonl.
-What is left is agentrl's own work (plus verl's token builder and parser the loop calls), so the CPU
-this process spends divided by the turns is agentrl's cost per turn. The MCP server runs in its own
-process and is not counted.
+agent-loop worker builds it, once per rollout) runs ``--rollouts`` rollouts at once. A stand-in shaped
+like verl's server manager (``generate(request_id, prompt_ids=, sampling_params=) -> TokenOutput``)
+answers every turn at once with pre-tokenised text: ``--calls`` hermes tool calls per turn, then a final
+answer on the last turn. The demo's rewards (math + tool_use) score every rollout, and every rollout is
+appended to rollouts.jsonl. It runs on the event loop Ray gives its workers (uvloop), in a process whose
+garbage collector agentrl has settled as it does in verl's workers (``agentrl.worker.settle_gc``).
 
-Prints, for each wave: wall time, rollouts/s, turns, CPU ms per turn (this process, all threads), the
-RSS after the wave (the same workload again must not grow it without bound). Then one more wave under
-cProfile, its CPU split by where the code lives: loop (agent loop, verl's token builder, tokenizer,
-asyncio), parsing (tool-call parser, JSON), tools client (agentrl.tools, mcp, httpx), rewards, logging
-(rollouts.jsonl). Baselines in the same run: the bare MCP SDK client making the same tool calls (CPU per
-call, the floor for tool traffic) and ``runlog.append_rollout`` alone (records/s).
-Target (issue #17): agentrl's own work <= 2 ms CPU per turn.
+Two workloads, same run:
+
+* ``agentrl``: the ToolHub's connections answer in this process (a stand-in for the MCP session), so
+  the CPU this process spends divided by the model turns is agentrl's own work: the loop, verl's token
+  builder and parser that it calls, the hub (caps, timeouts, breaker, truncation), rewards, logging.
+  Target (issue #17): <= 2 ms CPU per turn. Baseline: the same with Python's default collector.
+* ``with MCP``: the tool calls go through the MCP SDK client to the agentrl-calculator server over
+  streamable HTTP on 127.0.0.1 (the server runs in its own process and is not counted). What this adds
+  over ``agentrl`` is the SDK's client and the HTTP stack; the bare SDK client making the same calls is
+  measured too (CPU per call).
+
+For each wave: wall time, rollouts/s, CPU ms per turn (this process, all threads) and the RSS after the
+wave (the same workload again must not grow it without bound). Then one more wave of each workload under
+cProfile, its CPU split by where the code lives: loop (agent loop, verl's token builder, tokenizer),
+parsing (tool-call parser, JSON), tools client (agentrl.tools, mcp, httpx), rewards, logging
+(rollouts.jsonl), event loop. Also the rate of ``runlog.append_rollout`` alone.
 """
 
 from __future__ import annotations
@@ -66,6 +73,33 @@ class InstantServer:
             self.seen.pop(request_id, None)
         return TokenOutput(token_ids=list(ids), log_probs=[-0.1] * len(ids), stop_reason="completed",
                            extra_fields={"global_steps": 1, "min_global_steps": 1, "max_global_steps": 1})
+
+
+class InstantConnection:
+    """The ToolHub's connection answering in this process: ``add`` at once, no SDK, no socket."""
+
+    alive = True
+
+    def __init__(self, spec, rollout_id=None) -> None:
+        self.spec = spec
+
+    async def start(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+    async def list_tools(self):
+        from agentrl.tools.types import ToolSpec
+
+        schema = {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                  "required": ["a", "b"]}
+        return [ToolSpec("add", "Add two numbers.", schema)]
+
+    async def call_tool(self, name, arguments, rollout_id, call_id=None):
+        from agentrl.tools.types import CallOutcome
+
+        return CallOutcome(str(arguments["a"] + arguments["b"]), False)
 
 
 def make_loop(spec_path: Path, server, tokenizer, response_length: int):
@@ -159,16 +193,64 @@ def runlog_rate(run_dir: Path, n: int = 2000) -> float:
     return n / (time.perf_counter() - started)
 
 
+def write_spec(path: Path, run_dir: Path, url: str, args) -> Path:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({
+        "run_dir": str(run_dir), "tools": {"calculator": {"url": url}}, "tool_allow": None,  # defaults left unset
+        "rewards": [{"name": "math", "weight": 1.0}, {"name": "tool_use", "weight": 0.5}],
+        "agent": {"max_turns": args.turns, "max_tool_calls": args.turns * args.calls,
+                  "max_parallel_calls": args.calls, "max_tool_result_chars": 4000, "tool_parser": "hermes",
+                  "simulated_user": None},
+    }))
+    return path
+
+
+async def waves(name: str, loop_factory, server: InstantServer, args, count: int) -> list[tuple]:
+    rows = []
+    for n in range(count):
+        wall, cpu, turns = await wave(loop_factory, server, args.rollouts)
+        rss = psutil.Process().memory_info().rss / 2**20
+        rows.append((n + 1, wall, cpu, turns, rss))
+        print(f"{name:>9s} wave {n + 1}: {wall:6.2f} s wall, {args.rollouts / wall:6.1f} rollouts/s, "
+              f"{cpu / turns * 1000:5.2f} ms CPU/turn, RSS {rss:6.0f} MiB", flush=True)
+    return rows
+
+
+async def profiled(loop_factory, server: InstantServer, args) -> tuple[dict, int]:
+    profile = cProfile.Profile(time.process_time)  # CPU, not wall (epoll waits are not work)
+    profile.enable()
+    _, _, turns = await wave(loop_factory, server, args.rollouts)
+    profile.disable()
+    return split(profile), turns
+
+
+def per_turn(rows: list[tuple]) -> float:
+    steady = rows[1:] or rows  # the first wave pays for imports, connections and caches
+    return sum(r[2] for r in steady) / sum(r[3] for r in steady) * 1000
+
+
+def print_split(title: str, totals: dict, turns: int) -> None:
+    whole = sum(totals.values()) or 1.0
+    print(f"{title} ({whole / turns * 1000:.2f} ms/turn with the profiler's overhead):")
+    for name, seconds in sorted(totals.items(), key=lambda kv: -kv[1]):
+        print(f"  {name:20s} {seconds / whole * 100:5.1f}%   {seconds / turns * 1000:6.3f} ms/turn")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rollouts", type=int, default=1024)
     ap.add_argument("--turns", type=int, default=4)
     ap.add_argument("--calls", type=int, default=2)
     ap.add_argument("--waves", type=int, default=3)
+    ap.add_argument("--no-mcp", action="store_true", help="only agentrl's own work (e.g. many --waves for memory)")
     args = ap.parse_args()
 
+    import gc
+
+    from ray._private.async_compat import get_new_event_loop  # the loop Ray gives an async actor
     from transformers import AutoTokenizer
 
+    import agentrl.tools.hub as hub_module
     from agentrl.runner import resolve_model
 
     model_path, _ = resolve_model("demo")
@@ -177,54 +259,59 @@ def main() -> int:
     server_proc = start_server(port)
     url = f"http://127.0.0.1:{port}/mcp"
     work = Path(tempfile.mkdtemp(prefix="agentrl-bench-loop-"))
-    spec_path = work / "spec.json"
-    spec_path.write_text(json.dumps({
-        "run_dir": str(work), "tools": {"calculator": {"url": url, "max_concurrency": 256}}, "tool_allow": None,
-        "rewards": [{"name": "math", "weight": 1.0}, {"name": "tool_use", "weight": 0.5}],
-        "agent": {"max_turns": args.turns, "max_tool_calls": args.turns * args.calls,
-                  "max_parallel_calls": args.calls, "max_tool_result_chars": 4000, "tool_parser": "hermes",
-                  "simulated_user": None},
-    }))
+    own_spec = write_spec(work / "own.json", work / "own", url, args)
+    mcp_spec = write_spec(work / "mcp.json", work / "mcp", url, args)
     server = InstantServer(tokenizer, args.turns, args.calls)
+    loop = get_new_event_loop()
+    asyncio.set_event_loop(loop)
     print(f"{args.rollouts} concurrent rollouts x {args.turns} turns x {args.calls} tool calls/turn; "
-          f"load {os.getloadavg()[0]:.1f}; cores {os.cpu_count()}", flush=True)
+          f"event loop {type(loop).__module__}.{type(loop).__name__}; load {os.getloadavg()[0]:.1f}; "
+          f"cores {os.cpu_count()}", flush=True)
+    real_connection = hub_module.new_connection
     try:
-        async def run_all() -> tuple[list, cProfile.Profile, float, float]:
-            loop_factory = lambda: make_loop(spec_path, server, tokenizer, 4096)  # noqa: E731
-            rows = []
-            for n in range(args.waves):
-                wall, cpu, turns = await wave(loop_factory, server, args.rollouts)
-                rss = psutil.Process().memory_info().rss / 2**20
-                rows.append((n + 1, wall, cpu, turns, rss))
-                print(f"wave {n + 1}: {wall:6.2f} s wall, {args.rollouts / wall:7.1f} rollouts/s, {turns} turns, "
-                      f"{cpu / turns * 1000:5.2f} ms CPU/turn, RSS {rss:7.1f} MiB", flush=True)
-            profile = cProfile.Profile(time.process_time)  # CPU, not wall (epoll waits are not work)
-            profile.enable()
-            _, pcpu, pturns = await wave(loop_factory, server, args.rollouts)
-            profile.disable()
-            return rows, profile, pcpu, pturns
-
-        rows, profile, pcpu, pturns = asyncio.run(run_all())
-        bare = asyncio.run(bare_client_cpu(url, 2000))
+        own = lambda: make_loop(own_spec, server, tokenizer, 4096)  # noqa: E731
+        with_mcp = lambda: make_loop(mcp_spec, server, tokenizer, 4096)  # noqa: E731
+        hub_module.new_connection = InstantConnection
+        own_rows = loop.run_until_complete(waves("agentrl", own, server, args, args.waves))
+        own_split = loop.run_until_complete(profiled(own, server, args))
+        hub_module.new_connection = real_connection
+        mcp_rows, mcp_split = [], ({}, 1)
+        if not args.no_mcp:
+            mcp_rows = loop.run_until_complete(waves("with MCP", with_mcp, server, args, args.waves))
+            mcp_split = loop.run_until_complete(profiled(with_mcp, server, args))
+        frozen, threshold = gc.get_freeze_count(), gc.get_threshold()
+        gc.unfreeze()
+        gc.set_threshold(700, 10, 10)  # Python's defaults
+        hub_module.new_connection = InstantConnection
+        base_rows = loop.run_until_complete(waves("baseline", own, server, args, max(2, args.waves)))
+        hub_module.new_connection = real_connection
+        bare = loop.run_until_complete(bare_client_cpu(url, 2000))
     finally:
+        hub_module.new_connection = real_connection
         server_proc.terminate()
         server_proc.wait(timeout=10)
-    steady = rows[1:] or rows
-    per_turn = sum(r[2] for r in steady) / sum(r[3] for r in steady) * 1000
-    totals = split(profile)
-    whole = sum(totals.values()) or 1.0
-    log = work / "rollouts.jsonl"
+        loop.close()
+    own_ms, base_ms = per_turn(own_rows), per_turn(base_rows)
+    calls_per_turn = args.calls * (args.turns - 1) / args.turns
+    print(f"\nagentrl's own CPU per turn: {own_ms:.2f} ms   (target <= 2 ms; waves 2..{args.waves}; "
+          f"collector settled: {frozen} objects frozen, threshold {threshold})")
+    print(f"baseline, Python's default collector: {base_ms:.2f} ms per turn")
+    if mcp_rows:
+        mcp_ms = per_turn(mcp_rows)
+        print(f"with the MCP SDK client and a loopback server: {mcp_ms:.2f} ms per turn, {mcp_ms - own_ms:.2f} ms "
+              f"of it the SDK and HTTP ({(mcp_ms - own_ms) / calls_per_turn:.2f} ms per call)")
+    print(f"the bare MCP SDK client alone: {bare * 1000:.2f} ms CPU per call = "
+          f"{bare * 1000 * calls_per_turn:.2f} ms per turn at {calls_per_turn:g} calls a turn")
+    for name, rows in (("agentrl", own_rows), ("with MCP", mcp_rows), ("baseline", base_rows)):
+        if rows:
+            print(f"RSS after each wave, {name}: {', '.join(f'{r[4]:.0f}' for r in rows)} MiB")
+    print_split("\nCPU split of a profiled agentrl wave", own_split[0], own_split[1])
+    if mcp_rows:
+        print_split("CPU split of a profiled wave with MCP", mcp_split[0], mcp_split[1])
+    log = work / "own" / "rollouts.jsonl"
     written = sum(1 for _ in log.open())
-    print(f"\nagentrl's CPU per turn (waves 2..{args.waves}): {per_turn:.2f} ms   (target <= 2 ms)")
-    print(f"RSS after each wave: {', '.join(f'{r[4]:.0f}' for r in rows)} MiB")
-    print(f"CPU split of a profiled wave ({pcpu / pturns * 1000:.2f} ms/turn with the profiler's overhead):")
-    for name, seconds in sorted(totals.items(), key=lambda kv: -kv[1]):
-        print(f"  {name:13s} {seconds / whole * 100:5.1f}%   {seconds / pturns * 1000:6.3f} ms/turn")
-    print(f"rollouts.jsonl: {written} records, {log.stat().st_size / 2**20:.1f} MiB; "
+    print(f"rollouts.jsonl (agentrl): {written} records, {log.stat().st_size / 2**20:.1f} MiB; "
           f"append_rollout alone: {runlog_rate(work / 'alone'):.0f} records/s")
-    print(f"baseline: the bare MCP SDK client, {bare * 1000:.2f} ms CPU per tool call "
-          f"= {bare * 1000 * args.calls * (args.turns - 1) / args.turns:.2f} ms per model turn at "
-          f"{args.calls * (args.turns - 1)} calls a rollout: the SDK's own floor, inside 'tools client' above")
     return 0
 
 
