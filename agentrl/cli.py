@@ -180,7 +180,7 @@ def parser() -> argparse.ArgumentParser:
     ui = sub.add_parser("ui", help="the job page: a local web app for runs, charts and rollouts")
     ui.add_argument("runs_dir", nargs="?", default="runs", help="folder of run directories (default: runs)")
     ui.add_argument("--host", default="127.0.0.1")
-    ui.add_argument("--port", type=int, default=8265)
+    ui.add_argument("--port", type=int, default=8266)
     ui.set_defaults(func=_cmd_ui)
     rp = sub.add_parser("report", help="one self-contained HTML file: a run's charts and a rollout sample")
     rp.add_argument("run_dir")

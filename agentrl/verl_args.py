@@ -26,7 +26,7 @@ CPU_DEFAULTS: dict[str, Any] = {
     "+ray_kwargs.ray_init.num_gpus": 1,
     "ray_kwargs.ray_init.num_cpus": 16,  # logical: TransferQueue and workers each ask for whole CPUs
     # Ray's dashboard is some ten Python processes starting beside verl's on 2 cores (ray.init 1.5 s
-    # slower), and it takes port 8265, `agentrl ui`'s default
+    # slower)
     "+ray_kwargs.ray_init.include_dashboard": False,
     "transfer_queue.backend.SimpleStorage.num_data_storage_units": 1,
     "data.dataloader_num_workers": 0,

@@ -1,6 +1,6 @@
 """The job page: a local web app over run directories, and a one-file report.
 
-    agentrl ui runs/                       # server.py -> app.py: http://127.0.0.1:8265/
+    agentrl ui runs/                       # server.py -> app.py: http://127.0.0.1:8266/
     agentrl report runs/demo -o r.html     # report.py
 
 Reading order: rundir.py (status, progress, config, checkpoints, log from a run directory) -> index.py

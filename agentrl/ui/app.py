@@ -1,7 +1,7 @@
 """The job page's web app: run list, run page, rollout explorer, downloads, and the JSON the pages poll.
 
     app = create_app("runs")            # any folder of run directories (or one run directory)
-    uvicorn.run(app, host="127.0.0.1", port=8265)
+    uvicorn.run(app, host="127.0.0.1", port=8266)
 
     GET /                                   every run: status, progress, latest reward, times
     GET /runs/NAME                          config, progress + ETA, eval snapshot, charts, checkpoints, files, log

@@ -1,8 +1,8 @@
 """``agentrl ui`` and ``agentrl train --ui``: serve the job page, and tell ``agentrl train`` where it is.
 
-    agentrl ui runs/ --port 8265              # http://127.0.0.1:8265/ lists every run under runs/
+    agentrl ui runs/ --port 8266              # http://127.0.0.1:8266/ lists every run under runs/
     agentrl train my.yaml --ui                # starts one for the run's parent folder (or reuses a running one)
-                                              # and prints http://127.0.0.1:8265/runs/NAME
+                                              # and prints http://127.0.0.1:8266/runs/NAME
 
 A running server records itself in ``$AGENTRL_HOME/ui/PORT.json`` (pid, address, folder); ``agentrl train``
 reads those records to print the page of the run it starts, and drops the records of servers that died.
@@ -21,7 +21,7 @@ from typing import TextIO
 
 from agentrl.errors import AgentrlError
 
-DEFAULT_PORT = 8265
+DEFAULT_PORT = 8266  # beside, not on, 8265: Ray's dashboard, which GPU runs start
 
 
 class UIError(AgentrlError):
@@ -97,7 +97,7 @@ def serve(runs_dir: str, host: str = "127.0.0.1", port: int = DEFAULT_PORT, out:
         raise UIError(f"{runs_dir!r} is not a folder; give the folder that holds your run directories "
                       f"(agentrl.run_dir's parent, runs/ by default)")
     if not _port_free(host, port):
-        raise UIError(f"port {port} on {host} is taken (another `agentrl ui`?); pick another with --port")
+        raise UIError(f"port {port} on {host} is taken (another `agentrl ui`, or a Ray dashboard?); pick another with --port")
     url = _url(host, port)
     record = registry() / f"{port}.json"
     record.parent.mkdir(parents=True, exist_ok=True)
