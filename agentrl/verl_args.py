@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,18 +59,9 @@ def step_plan(settings: AgentrlSettings, train_rows: int) -> StepPlan:
     return StepPlan(per_epoch, epochs, total)
 
 
-# A GPU that torch could use shows up as one of these device nodes (NVIDIA, ROCm, WSL's GPU bridge).
-GPU_DEVICE_NODES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")
-
-
 def on_cpu(settings: AgentrlSettings) -> bool:
     if settings.device != "auto":
         return settings.device == "cpu"
-    if not any(os.path.exists(node) for node in GPU_DEVICE_NODES) and not any(
-            shutil.which(tool) for tool in ("nvidia-smi", "rocm-smi")):
-        # no GPU device and no GPU driver tool: no accelerator, known without importing torch (about a
-        # second of `agentrl train`'s pre-flight on a 2-core machine)
-        return True
     from agentrl.verl_cpu.detect import has_accelerator
 
     return not has_accelerator()

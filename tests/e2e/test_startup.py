@@ -5,17 +5,14 @@
 Start-up time itself is measured by benchmarks/bench_train.py, not asserted here.
 """
 
-import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-from agentrl.verl_args import GPU_DEVICE_NODES
+from agentrl.verl_cpu.detect import gpu_visible
 
-NO_GPU = not any(os.path.exists(n) for n in GPU_DEVICE_NODES) and not any(
-    shutil.which(t) for t in ("nvidia-smi", "rocm-smi"))
+NO_GPU = not gpu_visible()
 
 
 @pytest.mark.skipif(not NO_GPU, reason="this machine has a GPU device or driver tool")
