@@ -55,7 +55,7 @@ class _Runner:
                 _Runner._idle.append(self)
 
 
-def _start(fn: Callable[[], Any], name: str, done: Callable[[bool, Any], None]) -> None:
+def _start(fn: Callable[[], Any], done: Callable[[bool, Any], None]) -> None:
     with _Runner._lock:
         runner = _Runner._idle.pop() if _Runner._idle else None
     (runner or _Runner()).jobs.put((fn, done))
@@ -70,7 +70,7 @@ def call_with_deadline(fn: Callable[[], Any], timeout: float, name: str = "call"
         box["ok"], box["value"] = ok, value
         finished.set()
 
-    _start(fn, name, done)
+    _start(fn, done)
     if not finished.wait(timeout):
         raise DeadlineExceeded(f"{name}: timeout after {timeout:g}s")
     if not box["ok"]:
@@ -93,7 +93,7 @@ async def acall_with_deadline(fn: Callable[[], Any], timeout: float, name: str =
         except RuntimeError:  # the loop closed after the deadline passed
             pass
 
-    _start(fn, name, done)
+    _start(fn, done)
     try:
         return await asyncio.wait_for(fut, timeout)
     except asyncio.TimeoutError:
