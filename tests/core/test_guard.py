@@ -4,7 +4,6 @@ Real processes, real signals; a small shell tree stands in for verl and Ray."""
 
 from __future__ import annotations
 
-import fcntl
 import os
 import signal
 import subprocess
@@ -13,6 +12,8 @@ import textwrap
 import time
 
 import psutil
+
+from agentrl.ui.rundir import is_running  # the job page's check: some process holds the run's lock
 
 # A "runner" that takes the lock, starts the guard over a tree whose grandchild leaves the session and
 # ignores SIGTERM (as a stuck Ray worker might), then prints the tree's pids and sleeps.
@@ -31,16 +32,6 @@ RUNNER = textwrap.dedent("""
 """)
 
 
-def _lock_free(path) -> bool:
-    with open(path, "w") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        fcntl.flock(fh, fcntl.LOCK_UN)
-        return True
-
-
 def test_kill_9_of_the_parent_stops_the_whole_tree_and_then_frees_the_lock(tmp_path):
     lock = tmp_path / ".agentrl.lock"
     runner = subprocess.Popen([sys.executable, "-c", RUNNER, str(lock)], stdout=subprocess.PIPE, text=True)
@@ -50,13 +41,13 @@ def test_kill_9_of_the_parent_stops_the_whole_tree_and_then_frees_the_lock(tmp_p
         time.sleep(0.1)
     tree = [guard, *guard.children(recursive=True)]
     assert len(tree) == 3
-    assert not _lock_free(lock)
+    assert is_running(lock.parent)
 
     os.kill(runner.pid, signal.SIGKILL)
     runner.wait()
     killed_at = time.monotonic()
     while any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in tree):
-        assert _lock_free(lock) is False, "the lock was free while a process of the attempt lived"
+        assert is_running(lock.parent), "the lock was free while a process of the attempt lived"
         assert time.monotonic() - killed_at < 10, [p.cmdline() for p in tree if p.is_running()]
         time.sleep(0.1)
-    assert _lock_free(lock)
+    assert not is_running(lock.parent)

@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from agentrl.ui.rundir import is_running
+
 AGENTRL = [sys.executable, "-m", "agentrl.cli"]
 STEPS = 3
 
@@ -101,18 +103,6 @@ def alive(procs: list) -> list:
     return out
 
 
-def lock_free(run: Path) -> bool:
-    import fcntl
-
-    with open(run / ".agentrl.lock", "w") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        fcntl.flock(fh, fcntl.LOCK_UN)
-        return True
-
-
 def tracker_step(run: Path) -> int:
     path = run / "checkpoints" / "latest_checkpointed_iteration.txt"
     return int(path.read_text().strip()) if path.exists() else 0
@@ -170,7 +160,7 @@ def resumed_run(tmp_path_factory, demo):
     killed_at = time.monotonic()
     lock_taken_early = False
     while alive(tree) and time.monotonic() - killed_at < 60:
-        lock_taken_early |= lock_free(run)
+        lock_taken_early |= not is_running(run)
         time.sleep(0.2)
     result["seconds_to_clean"] = time.monotonic() - killed_at
     result["lock_free_while_alive"] = lock_taken_early
