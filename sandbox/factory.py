@@ -31,18 +31,7 @@ class Factory:
     def __init__(self, launch, *, pidns: bool, close: tuple[int, ...] = ()) -> None:
         """`launch(sock_fd, ruleset_fd)`: runs a template in the forked process (never returns). `close`: the
         zygote's descriptors the factory must not hold (its pipes to the host)."""
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        pid = os.fork()
-        if pid == 0:
-            try:
-                ours.close()
-                for fd in close:
-                    os.close(fd)
-                _serve(theirs, launch, pidns)
-            finally:
-                os._exit(0)
-        theirs.close()
-        self.pid, self.sock = pid, ours
+        self.pid, self.sock = harden.fork_with_socket(lambda sock: _serve(sock, launch, pidns), close)
 
     def spawn(self, ruleset_fd: int | None) -> tuple[int, socket.socket, int]:
         """A new template: its pid (in the zygote's pid namespace), the zygote's end of its control socket

@@ -11,6 +11,7 @@ import ctypes
 import os
 import platform
 import resource
+import socket
 import struct
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -296,3 +297,21 @@ def collapse_to_huge_pages(maps: str) -> int:
         if _libc.madvise(start, end - start, MADV_COLLAPSE) == 0:
             done += end - start
     return done
+
+
+def fork_with_socket(child, close: tuple[int, ...] = ()) -> tuple[int, socket.socket]:
+    """Fork a helper process joined to this one by a SEQPACKET socket pair: ``child(sock)`` runs in it with
+    ``close`` (descriptors it must not hold) closed, and it exits when ``child`` returns or raises. Returns
+    the child's pid and this side's socket."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            ours.close()
+            for fd in close:
+                os.close(fd)
+            child(theirs)
+        finally:
+            os._exit(0)
+    theirs.close()
+    return pid, ours

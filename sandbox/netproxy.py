@@ -16,7 +16,6 @@ and `no_new_privs` once it holds its socket.
 from __future__ import annotations
 
 import ipaddress
-import os
 import select
 import signal
 import socket
@@ -154,28 +153,21 @@ class Proxy:
 
 def start_proxy(uid: int | None, close: tuple[int, ...] = ()) -> Proxy:
     """Fork the proxy process (in the current, host, network namespace)."""
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    pid = os.fork()
-    if pid == 0:
-        try:
-            ours.close()
-            for fd in close:
-                os.close(fd)
+
+    def serve(theirs: socket.socket) -> None:
+        harden.prctl(harden.PR_SET_PDEATHSIG, signal.SIGKILL)
+        own = host_addresses()
+        import encodings.idna  # noqa: F401  (before the uid drop: the library may be unreadable after it)
+        socket.getaddrinfo("localhost", 80)  # loads the resolver's modules now, for the same reason
+        _, fds, _, _ = socket.recv_fds(theirs, 16, 1)
+        theirs.close()
+        listener = socket.socket(fileno=fds[0])
+        harden.prctl(harden.PR_SET_NO_NEW_PRIVS, 1)
+        if uid is not None:
+            harden.drop_privileges(uid)
             harden.prctl(harden.PR_SET_PDEATHSIG, signal.SIGKILL)
-            own = host_addresses()
-            import encodings.idna  # noqa: F401  (before the uid drop: the library may be unreadable after it)
-            socket.getaddrinfo("localhost", 80)  # loads the resolver's modules now, for the same reason
-            _, fds, _, _ = socket.recv_fds(theirs, 16, 1)
-            theirs.close()
-            listener = socket.socket(fileno=fds[0])
-            harden.prctl(harden.PR_SET_NO_NEW_PRIVS, 1)
-            if uid is not None:
-                harden.drop_privileges(uid)
-                harden.prctl(harden.PR_SET_PDEATHSIG, signal.SIGKILL)
-            while True:
-                conn, _ = listener.accept()
-                threading.Thread(target=_handle, args=(conn, own), daemon=True).start()
-        finally:
-            os._exit(0)
-    theirs.close()
-    return Proxy(pid, ours)
+        while True:
+            conn, _ = listener.accept()
+            threading.Thread(target=_handle, args=(conn, own), daemon=True).start()
+
+    return Proxy(*harden.fork_with_socket(serve, close))
