@@ -189,7 +189,7 @@ class Template:
             if flags & F_NEED_PY:
                 self.prepare(marshal.loads(msg[HEADER.size:]), fds)
             if not self.pidns:
-                self.sweep()  # what the zygote killed after the last call (see Zygote._kill_leftovers)
+                self.sweep()  # what the zygote killed after the last call (see TemplateHandle.kill_leftovers)
             pid = _libc_fork()
             if pid == 0:
                 self.place(fds, limits)

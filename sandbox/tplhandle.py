@@ -1,7 +1,7 @@
 """The zygote's handle on its template processes, and the small process helpers it uses.
 
     tpl = TemplateHandle(pid, sock, pidfd)   # from Factory.spawn
-    tpl.send_kill(); tpl.stop(); tpl.memory_killed()
+    tpl.send_kill(); tpl.stop(); tpl.memory_killed(); tpl.kill_leftovers(call_uid, template_pids)
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import os
 import select
 import signal
 import socket
+import time
 
 from . import cgroup
 from . import template as template_mod
@@ -76,6 +77,31 @@ class TemplateHandle:
             return False
         seen, self.oom_seen = self.oom_seen, kills
         return kills > seen
+
+
+    def kill_leftovers(self, call_uid: int, templates: set[int]) -> None:
+        """Without a pid namespace the template kills only the call's process group: kill here whatever else
+        the call left running (a process that called setsid), found by this template's memory cgroup or,
+        without one, by the slot uid (``templates``: the pids of every template, never killed). The
+        template reaps them before its next fork."""
+        if self.cgroup is None and os.geteuid() != 0:
+            return  # no way to tell a call's processes from the user's own: the isolation report says so
+        keep = templates | {self.pid}
+        for round_ in range(100):
+            try:
+                found = self.cgroup.pids() if self.cgroup is not None else uid_pids(call_uid)
+            except OSError:
+                return
+            live = [p for p in found - keep if state(p) not in ("Z", "X", None)]
+            if not live:
+                return
+            for pid in live:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            if round_:
+                time.sleep(0.001)
 
 
 def state(pid: int) -> str | None:

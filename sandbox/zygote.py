@@ -28,7 +28,7 @@ from . import template as template_mod
 from .factory import Factory
 from .netproxy import start_proxy
 from .protocol import encode, read_msg, write_all
-from .tplhandle import TemplateHandle, memfd as _memfd, state as _state, uid_pids as _uid_pids
+from .tplhandle import TemplateHandle, memfd as _memfd
 from .view import FileView
 
 RESULT_CAP = 1 << 20
@@ -315,7 +315,7 @@ class Zygote:
             if fd is not None:
                 os.close(fd)
         if self.pidns_fd is None and tpl.alive:
-            self._kill_leftovers(tpl)
+            tpl.kill_leftovers(self.call_uid, {t.pid for t in self.templates.values()})
         try:
             self.fs.fresh_scratch()
         except OSError as e:  # the next call could not start clean: this worker retires after replying
@@ -332,29 +332,6 @@ class Zygote:
         if status["exit"] != 0 and tpl.memory_killed():
             status["memory"] = True
         return status, [bytes(bufs[r_res]), bytes(bufs[r_out]), bytes(bufs[r_err])]
-
-    def _kill_leftovers(self, tpl: "TemplateHandle") -> None:
-        """Without a pid namespace the template kills only the call's process group: kill here whatever else
-        the call left running (a process that called setsid), found by the template's memory cgroup or, without
-        one, by the slot uid. The template reaps them before its next fork."""
-        if tpl.cgroup is None and os.geteuid() != 0:
-            return  # no way to tell a call's processes from the user's own: the isolation report says so
-        keep = {t.pid for t in self.templates.values()} | {tpl.pid}
-        for round_ in range(100):
-            try:
-                found = tpl.cgroup.pids() if tpl.cgroup is not None else _uid_pids(self.call_uid)
-            except OSError:
-                return
-            live = [p for p in found - keep if _state(p) not in ("Z", "X", None)]
-            if not live:
-                return
-            for pid in live:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            if round_:
-                time.sleep(0.001)
 
     # ------------------------------------------------------------ requests
     def handle(self, header: dict, blobs: list[bytes]):
