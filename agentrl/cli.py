@@ -27,7 +27,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 def _cmd_train(args: argparse.Namespace) -> int:
     overrides = [o for o in args.overrides if o != "--dry-run"]  # the flag may come after the overrides too
     if args.dry_run or len(overrides) != len(args.overrides):
-        from agentrl.dryrun import dry_run
+        from agentrl.verl.dryrun import dry_run
 
         return dry_run(args.config, overrides)
     from agentrl.runner import train

@@ -33,7 +33,7 @@ from agentrl.config import check_verl_keys, flatten, load_config, verl_defaults
 from agentrl.dataset import convert
 from agentrl.errors import AgentrlError
 from agentrl.spec import RunSpec
-from agentrl.verl_args import build_overrides, child_env, on_cpu, step_plan, to_cli
+from agentrl.verl.args import build_overrides, child_env, on_cpu, step_plan, to_cli
 
 MIN_FREE_BYTES = 200 * 1024 * 1024
 
@@ -196,7 +196,7 @@ def _check_sandbox(described: list[dict], run_dir: Path, where: str) -> None:
 def train(config_path: str, overrides: list[str], out=sys.stdout, check_tools: bool = True) -> int:
     plan = prepare(config_path, overrides, check_tools=check_tools)
     if not plan["cpu"]:
-        from agentrl import gpu_plan
+        from agentrl.verl import gpu_plan
 
         try:
             gpu_plan.preflight(plan["settings"])

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_loop.py [--rollouts 1024] [--turns 4] [--calls 2] [--waves 3]
 
-The real agent loop (``agentrl.agent_loop.AgentrlAgentLoop``, built by its constructor as verl's
+The real agent loop (``agentrl.verl.agent_loop.AgentrlAgentLoop``, built by its constructor as verl's
 agent-loop worker builds it, once per rollout) runs ``--rollouts`` rollouts at once. A stand-in shaped
 like verl's server manager (``generate(request_id, prompt_ids=, sampling_params=) -> TokenOutput``)
 answers every turn at once with pre-tokenised text: ``--calls`` hermes tool calls per turn, then a final
@@ -106,7 +106,7 @@ def make_loop(spec_path: Path, server, tokenizer, response_length: int):
     from omegaconf import OmegaConf
     from verl.experimental.agent_loop.agent_loop import DictConfigWrap
 
-    from agentrl.agent_loop import AgentrlAgentLoop
+    from agentrl.verl.agent_loop import AgentrlAgentLoop
 
     config = OmegaConf.create({
         "agentrl": {"spec": str(spec_path)},
@@ -144,7 +144,7 @@ CATEGORIES = [  # first match wins: (category, substrings of the code's file pat
     ("tools client", ("agentrl/tools/", "/mcp/", "/httpx", "/httpcore", "/anyio/", "/h11/", "/pydantic",
                       "/sse_starlette", "/opentelemetry/", "/jsonschema/", "/referencing/", "/sniffio/")),
     ("parsing", ("tool_parser", "/json/", "agentrl/trajectory.py", "/re/")),
-    ("loop", ("agentrl/agent_loop.py", "verl/", "transformers/", "tokenizers", "jinja2", "omegaconf", "copy.py",
+    ("loop", ("agentrl/verl/agent_loop.py", "verl/", "transformers/", "tokenizers", "jinja2", "omegaconf", "copy.py",
               "dataclasses.py", "uuid.py")),
     ("event loop, sockets", ("asyncio/", "selectors.py", "socket.py")),
 ]

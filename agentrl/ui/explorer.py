@@ -5,7 +5,7 @@
     page["rollouts"][0]["advantage"], page["rollouts"][0]["turns"]      # what the template shows
     page = explorer_page(idx, step=3, group="p-17")                      # the samples of one prompt side by side
 
-Advantages are recomputed as ``agentrl_grpo`` computes them (agentrl/grpo.py): per prompt within a step,
+Advantages are recomputed as ``agentrl_grpo`` computes them (agentrl/verl/grpo.py): per prompt within a step,
 (reward - group mean) / (group std + 1e-6) over the scored rollouts only, unscorable ones get 0, and a
 group of one scored rollout keeps its reward. Groups are keyed by (step, prompt_id), which matches verl's
 per-sample uid unless a step drew the same prompt twice.

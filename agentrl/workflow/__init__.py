@@ -8,7 +8,7 @@
     agentrl inspect compare.json --worst 5
     agentrl export runs/demo exported/
 
-Everything that generates runs the training agent loop (:class:`agentrl.agent_loop.AgentrlAgentLoop`)
+Everything that generates runs the training agent loop (:class:`agentrl.verl.agent_loop.AgentrlAgentLoop`)
 against a local engine (:mod:`agentrl.workflow.engine`), so tools, parsing, budgets and rewards are the
 ones training uses.
 """

@@ -6,7 +6,7 @@
     out.token_ids, out.log_probs, out.stop_reason        # verl's TokenOutput, as from a rollout server
     engine.close()
 
-``transformers`` (CPU or one GPU): the CPU rollout's server (:class:`agentrl.verl_cpu.rollout.CpuRolloutServer`)
+``transformers`` (CPU or one GPU): the CPU rollout's server (:class:`agentrl.verl.cpu.rollout.CpuRolloutServer`)
 used in-process, so concurrent requests are gathered for a few milliseconds and decoded as one left-padded
 batch with the KV cache. ``vllm``: vLLM's offline ``AsyncLLMEngine`` where vLLM is installed; it is
 written against vLLM's documented API but has not been run here (no GPU on the machine it was built on).
@@ -33,7 +33,7 @@ class TransformersEngine:
 
     def __init__(self, model_path: str, *, prompt_length: int, response_length: int, seed: int = 0,
                  max_batch: int = 64) -> None:
-        from agentrl.verl_cpu.rollout import CpuRolloutServer
+        from agentrl.verl.cpu.rollout import CpuRolloutServer
 
         config = SimpleNamespace(prompt_length=prompt_length, response_length=response_length, seed=seed,
                                  max_num_seqs=max_batch)
@@ -97,7 +97,7 @@ def vllm_available() -> bool:
         import vllm  # noqa: F401
     except Exception:
         return False
-    from agentrl.verl_cpu.detect import has_accelerator
+    from agentrl.verl.cpu.detect import has_accelerator
 
     return has_accelerator()
 

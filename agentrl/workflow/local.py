@@ -4,7 +4,7 @@
     records = runner.run(rows, samples=4, temperature=1.0)
     records[0]["reward"], records[0]["components"], records[0]["tool_calls"], records[0]["messages"]
 
-Each rollout is one :class:`agentrl.agent_loop.AgentrlAgentLoop`, built by its constructor exactly as
+Each rollout is one :class:`agentrl.verl.agent_loop.AgentrlAgentLoop`, built by its constructor exactly as
 verl's agent-loop worker builds it, with a local engine (:mod:`agentrl.workflow.engine`) as its
 ``server_manager``. The loop appends its record to ``rollouts.jsonl`` in a work directory, as in a run;
 the records returned here are those, joined to the row's metadata.
@@ -104,7 +104,7 @@ class LocalRunner:
     def _loop(self):
         from verl.experimental.agent_loop.agent_loop import DictConfigWrap
 
-        from agentrl.agent_loop import AgentrlAgentLoop
+        from agentrl.verl.agent_loop import AgentrlAgentLoop
 
         return AgentrlAgentLoop(trainer_config=DictConfigWrap(self.config), server_manager=self.engine,
                                 tokenizer=self.tokenizer, processor=None, dataset_cls=None,
@@ -170,7 +170,7 @@ async def _close_hubs(spec_path: str) -> None:
     if WorkerState is not None:
         await WorkerState.for_file(spec_path).aclose()
         return
-    from agentrl import agent_loop
+    from agentrl.verl import agent_loop
 
     hubs = getattr(agent_loop, "_hubs", {})
     for key in [k for k in hubs if isinstance(k, tuple) and k[-1] == spec_path]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from agentrl.agent_loop import _as_args, _malformed_calls
+from agentrl.verl.agent_loop import _as_args, _malformed_calls
 
 
 def test_malformed_tool_calls_become_error_results():

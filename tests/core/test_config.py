@@ -85,13 +85,13 @@ def test_demo_keeps_its_name(tmp_path):
     ({"actor_rollout_ref.rollout.agent.num_workers": 8}, 4, 2),   # never fewer than 2
 ])
 def test_sandbox_workers_share_the_cores_among_agent_loop_processes(overrides, cpus, expected):
-    from agentrl.verl_args import sandbox_workers
+    from agentrl.verl.args import sandbox_workers
 
     assert sandbox_workers(overrides, cpus) == expected
 
 
 def test_verl_processes_get_the_sandbox_size_unless_the_user_set_one(tmp_path, monkeypatch):
-    from agentrl.verl_args import child_env, sandbox_workers
+    from agentrl.verl.args import child_env, sandbox_workers
 
     overrides = {"actor_rollout_ref.rollout.agent.num_workers": 1}
     monkeypatch.delenv("AGENTRL_SANDBOX_WORKERS", raising=False)

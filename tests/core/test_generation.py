@@ -7,7 +7,7 @@ import asyncio
 import pytest
 import torch
 
-from agentrl.verl_cpu.generation import Batcher, Request, generate_batch
+from agentrl.verl.cpu.generation import Batcher, Request, generate_batch
 
 
 @pytest.fixture(scope="module")

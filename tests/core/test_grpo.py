@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from agentrl.grpo import compute_agentrl_grpo_advantage
+from agentrl.verl.grpo import compute_agentrl_grpo_advantage
 
 
 def test_unscorable_rollout_does_not_shift_its_siblings():

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from agentrl.config import ConfigError, load_config
-from agentrl.verl_args import build_overrides
+from agentrl.verl.args import build_overrides
 
 
 def config(tmp_path, extra: str = "", overrides=()):

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from agentrl.verl_cpu.detect import gpu_visible
+from agentrl.verl.cpu.detect import gpu_visible
 
 NO_GPU = not gpu_visible()
 
@@ -19,7 +19,7 @@ NO_GPU = not gpu_visible()
 def test_cpu_is_chosen_without_importing_torch():
     code = ("import sys\n"
             "from agentrl.config import AgentrlSettings\n"
-            "from agentrl.verl_args import on_cpu\n"
+            "from agentrl.verl.args import on_cpu\n"
             "print(on_cpu(AgentrlSettings(model='m', train_data='t', rewards=['math'])), 'torch' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["True", "False"]
@@ -27,7 +27,7 @@ def test_cpu_is_chosen_without_importing_torch():
 
 def test_an_explicit_device_is_taken_as_given():
     from agentrl.config import AgentrlSettings
-    from agentrl.verl_args import on_cpu
+    from agentrl.verl.args import on_cpu
 
     assert on_cpu(AgentrlSettings(model="m", train_data="t", rewards=["math"], device="cpu"))
     assert not on_cpu(AgentrlSettings(model="m", train_data="t", rewards=["math"], device="gpu"))

@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 from verl.experimental.agent_loop.agent_loop import DictConfigWrap
 from verl.workers.rollout.replica import TokenOutput
 
-from agentrl.agent_loop import AgentrlAgentLoop
+from agentrl.verl.agent_loop import AgentrlAgentLoop
 from agentrl.demo.tokenizer import train_tokenizer
 
 

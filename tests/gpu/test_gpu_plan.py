@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from agentrl import gpu_plan as gp
+from agentrl.verl import gpu_plan as gp
 from agentrl.config import AgentrlSettings
-from agentrl.dryrun import DryRunError, compose, validate
-from agentrl.verl_args import CPU_DEFAULTS, build_overrides
+from agentrl.verl.dryrun import DryRunError, compose, validate
+from agentrl.verl.args import CPU_DEFAULTS, build_overrides
 
 
 def settings(**kw):

@@ -14,7 +14,7 @@ from agentrl.ui.synthetic import write_run
                                      [None, 0.4]])
 def test_advantages_are_the_trainers(rewards):
     torch = pytest.importorskip("torch")
-    from agentrl.grpo import grouped_advantages  # the estimator verl runs with in agentrl configs
+    from agentrl.verl.grpo import grouped_advantages  # the estimator verl runs with in agentrl configs
 
     scores = torch.tensor([0.0 if r is None else r for r in rewards])
     scored = torch.tensor([r is not None for r in rewards])

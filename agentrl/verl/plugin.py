@@ -6,7 +6,7 @@ It registers, through verl's own registries and nothing patched on disk:
 - the ``agentrl_cpu`` rollout backend (transformers, token-in/token-out, weight sync);
 - the ``agentrl`` agent loop (multi-turn, MCP tools, agentrl rewards);
 - the ``agentrl_grpo`` advantage estimator (unscorable rollouts kept out of their group);
-- the replay buffer's poll interval (``agentrl.verl_pacing``): steps no longer wait on a 2-second poll.
+- the replay buffer's poll interval (``agentrl.verl.pacing``): steps no longer wait on a 2-second poll.
 
 verl swallows plugin import errors at DEBUG level, so failures are logged here at ERROR level with
 the cause: a broken plugin must never look like a missing feature.
@@ -15,29 +15,29 @@ the cause: a broken plugin must never look like a missing feature.
 import logging
 import os
 
-logger = logging.getLogger("agentrl.verl_plugin")
+logger = logging.getLogger("agentrl.verl.plugin")
 
 
 def _load() -> None:
     try:
-        from agentrl.verl_cpu import platform
-        from agentrl.verl_cpu.detect import has_accelerator
+        from agentrl.verl.cpu import platform
+        from agentrl.verl.cpu.detect import has_accelerator
 
         gpu_run = os.environ.get("AGENTRL_DEVICE", "").lower() == "gpu"  # set by a GPU plan, e.g. on a CPU head node
         if (not has_accelerator() and not gpu_run) or os.environ.get("VERL_PLATFORM", "").lower() == platform.NAME:
             platform.activate()
-        from agentrl.verl_cpu import registration
+        from agentrl.verl.cpu import registration
 
         registration.register()
     except Exception:
         logger.exception("agentrl: could not register the CPU platform and rollout with verl")
         raise
-    from agentrl import verl_pacing
+    from agentrl.verl import pacing as verl_pacing
 
     verl_pacing.install()
     try:
-        from agentrl import agent_loop  # noqa: F401  (registers the "agentrl" agent loop)
-        from agentrl import grpo  # noqa: F401  (registers the "agentrl_grpo" advantage estimator)
+        from agentrl.verl import agent_loop  # noqa: F401  (registers the "agentrl" agent loop)
+        from agentrl.verl import grpo  # noqa: F401  (registers the "agentrl_grpo" advantage estimator)
     except Exception:
         logger.exception("agentrl: could not register the agentrl agent loop with verl")
         raise

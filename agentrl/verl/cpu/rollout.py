@@ -18,9 +18,9 @@ import torch
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, TokenOutput
 
-from agentrl.verl_cpu.generation import Batcher, Request
+from agentrl.verl.cpu.generation import Batcher, Request
 
-from agentrl.verl_cpu.registration import NAME
+from agentrl.verl.cpu.registration import NAME
 logger = logging.getLogger(__name__)
 
 

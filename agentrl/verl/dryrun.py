@@ -40,7 +40,7 @@ def compose(overrides: dict[str, Any]):
     from hydra import initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
 
-    from agentrl.verl_args import to_cli
+    from agentrl.verl.args import to_cli
 
     GlobalHydra.instance().clear()
     try:
@@ -90,9 +90,9 @@ def dry_run(config_path: str, overrides: list[str], out: TextIO | None = None) -
     from omegaconf import OmegaConf
 
     out = out or sys.stdout
-    from agentrl import gpu_plan as gp
+    from agentrl.verl import gpu_plan as gp
     from agentrl.runner import prepare
-    from agentrl.verl_args import child_env
+    from agentrl.verl.args import child_env
 
     plan = prepare(config_path, overrides)
     plan["lock"].close()

@@ -32,7 +32,7 @@ CPU_DEFAULTS: dict[str, Any] = {
     "actor_rollout_ref.rollout.agent.num_workers": 1,
 }
 
-# The GPU defaults (GPU count, attention, batching, vLLM, LoRA, Ray) are planned in agentrl/gpu_plan.py.
+# The GPU defaults (GPU count, attention, batching, vLLM, LoRA, Ray) are planned in agentrl/verl/gpu_plan.py.
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def step_plan(settings: AgentrlSettings, train_rows: int) -> StepPlan:
 def on_cpu(settings: AgentrlSettings) -> bool:
     if settings.device != "auto":
         return settings.device == "cpu"
-    from agentrl.verl_cpu.detect import has_accelerator
+    from agentrl.verl.cpu.detect import has_accelerator
 
     return not has_accelerator()
 
@@ -132,7 +132,7 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
     merged = dict(CPU_DEFAULTS) if cpu else {}
     merged.update(chosen)
     if not cpu:
-        from agentrl import gpu_plan as gp
+        from agentrl.verl import gpu_plan as gp
 
         plan = gpu_plan or gp.plan_gpus(s)
         gp.check_batch(s, plan)

@@ -8,7 +8,7 @@ NAME = "agentrl_cpu"
 
 
 def _load_replica():
-    from agentrl.verl_cpu.rollout import CpuRolloutReplica
+    from agentrl.verl.cpu.rollout import CpuRolloutReplica
 
     return CpuRolloutReplica
 
@@ -17,5 +17,5 @@ def register() -> None:
     from verl.workers.rollout import base
     from verl.workers.rollout.replica import RolloutReplicaRegistry
 
-    base._ROLLOUT_REGISTRY[(NAME, "async")] = "agentrl.verl_cpu.rollout.CpuServerAdapter"
+    base._ROLLOUT_REGISTRY[(NAME, "async")] = "agentrl.verl.cpu.rollout.CpuServerAdapter"
     RolloutReplicaRegistry.register(NAME, _load_replica)

@@ -19,7 +19,7 @@ import torch.distributed
 from verl.plugin.platform.platform_base import PlatformBase
 from verl.plugin.platform.platform_manager import PlatformRegistry
 
-from agentrl.verl_cpu.detect import has_accelerator
+from agentrl.verl.cpu.detect import has_accelerator
 
 NAME = "cpu"
 

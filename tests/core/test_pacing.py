@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from omegaconf import OmegaConf
 
-from agentrl import verl_pacing
+from agentrl.verl import pacing as verl_pacing
 
 # The keyword arguments verl 0.9.1's trainer_base._build_replay_buffer passes (no poll_interval).
 VERL_KWARGS = dict(trainer_mode="sync", trainer_config=OmegaConf.create({}), max_off_policy_threshold=None,
