@@ -6,7 +6,7 @@
  * set-up in Python writes another 150. Here the template's side writes a few pages of C stack and one
  * buffer, and the child comes back to Python with its descriptors and limits already in place.
  *
- * serve(sock_fd, pidns, resume=False, call_uid=0) -> (what, request, fds)
+ * serve(sock_fd, pidns, resume=False, call_uid=0, pid_reset_fd=-1) -> (what, request, fds)
  *   Loops receiving requests on the SEQPACKET socket, forking a child per request, waiting for it with
  *   its wall-time limit, killing what it left and sending the report. It returns to Python only:
  *   - in a forked child: ("child", json_bytes, []) with fds 0..4 in place, all others closed, the
@@ -14,6 +14,8 @@
  *   - in the template, for a request flagged NEED_PY (grader code to compile): ("prepare", request,
  *     fds); Python prepares and calls serve(sock_fd, pidns, True) to run it (the request waits in C).
  * The request buffer is wiped once a request has been forked, so no later child inherits it.
+ * With pid_reset_fd (/proc/sys/kernel/ns_last_pid, opened by the template) "1" is written there before
+ * each fork, so every call starts at pid 2 whatever earlier calls forked.
  * It never returns otherwise: when the zygote closes the socket the process exits.
  *
  * A request is a fixed little-endian header (struct req) followed by the marshal-encoded dict for the
@@ -221,9 +223,9 @@ static int pend_fds[MAX_FDS], pend_nfds;
 
 static PyObject *serve(PyObject *self, PyObject *args) {
     (void)self;
-    int sock, pidns, resume = 0;
+    int sock, pidns, resume = 0, reset_fd = -1;
     unsigned call_uid = 0;
-    if (!PyArg_ParseTuple(args, "ip|pI", &sock, &pidns, &resume, &call_uid))
+    if (!PyArg_ParseTuple(args, "ip|pIi", &sock, &pidns, &resume, &call_uid, &reset_fd))
         return NULL;
     int fds[MAX_FDS], nfds = 0;
     ssize_t n = 0;
@@ -269,7 +271,12 @@ static PyObject *serve(PyObject *self, PyObject *args) {
         if (!pidns) /* what the zygote killed after the last call (see Zygote._kill_leftovers) */
             while (waitpid(-1, NULL, WNOHANG) > 0)
                 ;
-        pid_t pid = fork(); /* GIL held; the template is single-threaded */
+        pid_t pid;
+        if (reset_fd >= 0 && pwrite(reset_fd, "1", 1, 0) != 1) {
+            pid = -1; /* reported as a failed fork: the call is not run with a counter it could read */
+        } else {
+            pid = fork(); /* GIL held; the template is single-threaded */
+        }
         if (pid == 0) {
             if (child_setup(fds, nfds, &r, pidns, call_uid) < 0) {
                 char msg[128];

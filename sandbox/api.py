@@ -21,6 +21,21 @@ WEAK_ADVICE = ("the sandbox's isolation on this machine is weaker than model-wri
                "Run as root with CAP_SYS_ADMIN (namespaces) on a Linux kernel with Landlock, or accept the weaker "
                "isolation with AGENTRL_SANDBOX_ALLOW_WEAK=1")
 GRACE_S = 5.0
+MAX_TIMEOUT_S = 3600.0       # a call's wall-time limit: past an hour it is a mistake, not a setting
+MIN_MEMORY_MB, MAX_MEMORY_MB = 16, 1 << 16
+
+
+def check_limits(timeout, memory_mb, where: str = "the sandbox call") -> tuple[float, int]:
+    """`timeout` (seconds) and `memory_mb` as a bounded float and int, or SandboxError (cause `bad_input`)
+    naming `where`. Checked before anything is sent to a worker: a limit that cannot be represented (1e999,
+    NaN) would otherwise fail on the host or in the worker after the request was written."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT_S:
+        raise SandboxError(f"{where}: timeout must be a number of seconds in (0, {MAX_TIMEOUT_S:g}], got "
+                           f"{short(timeout, 60)}", "bad_input")
+    if isinstance(memory_mb, bool) or not isinstance(memory_mb, int) or not MIN_MEMORY_MB <= memory_mb <= MAX_MEMORY_MB:
+        raise SandboxError(f"{where}: memory_mb must be a whole number of MiB in [{MIN_MEMORY_MB}, {MAX_MEMORY_MB}], "
+                           f"got {short(memory_mb, 60)}", "bad_input")
+    return float(timeout), memory_mb
 
 
 class Sandbox:
@@ -63,6 +78,7 @@ class Sandbox:
         """Run `grade(sample, item)` from `source`; return a validated float, or None (not applicable)."""
         if not isinstance(source, str):
             raise GraderCodeError(f"{filename}: grader source must be str, got {type(source).__name__}", "compile")
+        timeout, memory_mb = check_limits(timeout, memory_mb, str(filename))
         env = dict(env or {})
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
             raise SandboxError("env must map str to str", "bad_input")
@@ -98,6 +114,7 @@ class Sandbox:
         """Run model-written `code` against each test in its own sandboxed process; verdicts are decided here."""
         if not isinstance(code, str):
             raise SandboxError(f"code must be str, got {type(code).__name__}", "bad_input")
+        timeout_per_test, memory_mb = check_limits(timeout_per_test, memory_mb, "run_tests")
         self.require_strong(allow_weak)
         pool = self._pool("code")
         plans = []

@@ -159,6 +159,25 @@ DENIED_SYSCALLS = {
     # Acting on another process: signals through a pidfd, its memory advice.
     "pidfd_send_signal": 424, "process_madvise": 440,
 }
+# Kernel state shared by every process on the machine that a call could set and a later (or concurrent) call
+# read back without any file of its own. Page cache: which pages of a readable file are cached is set by
+# reading and evicted with fadvise(DONTNEED) or madvise(MADV_COLD/MADV_PAGEOUT), and read without timing
+# by mincore(), cachestat(), readahead() and reads flagged RWF_NOWAIT (preadv2, or AIO). What is left is
+# timing a read, and a page once brought in cannot be evicted again from inside (sandbox/README.md).
+PAGE_CACHE_SYSCALLS = {"fadvise64": 221, "readahead": 187, "mincore": 27, "cachestat": 451, "io_setup": 206,
+                       "io_submit": 209}
+# Watching a shared inode: inotify, fanotify (and fcntl(F_NOTIFY) below) report when another process, such as
+# a concurrent call, opens or reads a file or directory that both can read.
+NOTIFY_SYSCALLS = {"inotify_init": 253, "inotify_init1": 294, "inotify_add_watch": 254, "fanotify_init": 300,
+                   "fanotify_mark": 301}
+MADV_COLD, MADV_PAGEOUT, RWF_NOWAIT = 20, 21, 8
+_NR_FLOCK, _NR_FCNTL, _NR_MADVISE, _NR_PREADV2, _NR_PWRITEV2 = 73, 72, 28, 327, 328
+# fcntl commands that take a lock (POSIX record locks and open-file-description locks) and dnotify.
+_F_SETLK, _F_SETLKW, _F_OFD_SETLK, _F_OFD_SETLKW, _F_NOTIFY = 6, 7, 37, 38, 1026
+# Measures that a benchmark may switch off one at a time (AGENTRL_SANDBOX_BENCH_OFF); the isolation report
+# then says the sandbox is weak.
+MEASURES = ("page_cache", "locks", "noatime", "pid_reset", "time_wait")
+
 # Syscalls that act on the process named by an argument: allowed only on the caller itself (all of the
 # listed arguments 0), so a call cannot change its template's (or a sibling's) limits, priority, CPU set,
 # scheduling or pages. `setpriority(PRIO_USER, 0)` would reach every process of the uid: it needs which=0 too.
@@ -176,17 +195,46 @@ def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
     return struct.pack("<HBBI", code, jt, jf, k & 0xFFFFFFFF)
 
 
-def seccomp_program(deny_connect: bool = True) -> bytes:
+def _arg_block(nr: int, arg: int, cases: list[tuple[int, int]], *, mask: bool = False) -> list[bytes]:
+    """For syscall `nr`: load the low word of argument `arg`, return the action of the first case whose
+    value it equals (with `mask`: has any of its bits set), else allow. Every path ends in a return."""
+    body = [_insn(_LD_W_ABS, 0, 0, 16 + 8 * arg)]
+    for value, action in cases:
+        body += [_insn(_JSET if mask else _JEQ, 0, 1, value), _insn(_RET, 0, 0, action)]
+    body += [_insn(_RET, 0, 0, _RET_ALLOW)]
+    return [_insn(_JEQ, 0, len(body), nr)] + body
+
+
+def seccomp_program(deny_connect: bool = True, *, off: tuple[str, ...] = ()) -> bytes:
     """A deny-list filter: EPERM for DENIED_SYSCALLS, clone with namespace flags and exotic socket
     families; ENOSYS for clone3 (glibc falls back to clone, whose flags we can inspect); kill on a
     foreign architecture or x32 numbers. Without network, also EPERM for connect() and for sendto()
     with an address: Landlock before ABI 8 does not stop connecting to a pathname unix socket
-    (a Ray raylet, dbus), and socketpair()/send() on connected pairs keep working."""
-    eperm, enosys = _RET_ERRNO | 1, _RET_ERRNO | 38
+    (a Ray raylet, dbus), and socketpair()/send() on connected pairs keep working.
+
+    Against state shared between calls (`off` names measures a benchmark switched off): EPERM for
+    PAGE_CACHE_SYSCALLS, madvise(MADV_COLD/MADV_PAGEOUT) and RWF_NOWAIT reads and writes; EPERM for
+    NOTIFY_SYSCALLS and fcntl(F_NOTIFY); and locks (flock, fcntl F_SETLK/F_SETLKW/F_OFD_SETLK/F_OFD_SETLKW)
+    succeed without locking anything, so no sandboxed process ever holds a lock that another could see
+    (F_GETLK keeps working and reports none). A call's own processes get no mutual exclusion from locks."""
+    eperm, enosys, granted = _RET_ERRNO | 1, _RET_ERRNO | 38, _RET_ERRNO | 0
     p = [_insn(_LD_W_ABS, 0, 0, 4), _insn(_JEQ, 1, 0, _AUDIT_ARCH_X86_64), _insn(_RET, 0, 0, _RET_KILL),
          _insn(_LD_W_ABS, 0, 0, 0), _insn(_JGE, 0, 1, 0x40000000), _insn(_RET, 0, 0, _RET_KILL)]
-    for nr in sorted(DENIED_SYSCALLS.values()):
+    denied = dict(DENIED_SYSCALLS)
+    if "page_cache" not in off:
+        denied.update(PAGE_CACHE_SYSCALLS)
+    if "locks" not in off:
+        denied.update(NOTIFY_SYSCALLS)
+    for nr in sorted(denied.values()):
         p += [_insn(_JEQ, 0, 1, nr), _insn(_RET, 0, 0, eperm)]
+    if "page_cache" not in off:
+        p += _arg_block(_NR_MADVISE, 2, [(MADV_COLD, eperm), (MADV_PAGEOUT, eperm)])
+        for nr in (_NR_PREADV2, _NR_PWRITEV2):  # flags: argument 5
+            p += _arg_block(nr, 5, [(RWF_NOWAIT, eperm)], mask=True)
+    if "locks" not in off:
+        p += [_insn(_JEQ, 0, 1, _NR_FLOCK), _insn(_RET, 0, 0, granted)]
+        p += _arg_block(_NR_FCNTL, 1, [(_F_SETLK, granted), (_F_SETLKW, granted), (_F_OFD_SETLK, granted),
+                                       (_F_OFD_SETLKW, granted), (_F_NOTIFY, eperm)])
     p += [_insn(_JEQ, 0, 1, _NR_CLONE3), _insn(_RET, 0, 0, enosys)]
     if deny_connect:
         p += [_insn(_JEQ, 0, 1, _NR_CONNECT), _insn(_RET, 0, 0, eperm)]
@@ -251,17 +299,40 @@ CALL_UID_OFFSET = 100  # a worker's calls run under its template's uid + this: t
 def capset(mask: int) -> None:
     """Set this process's effective and permitted capabilities to `mask` (inheritable none)."""
     header = ctypes.create_string_buffer(struct.pack("<Ii", 0x20080522, 0), 8)  # _LINUX_CAPABILITY_VERSION_3
-    data = ctypes.create_string_buffer(struct.pack("<6I", mask, mask, 0, 0, 0, 0), 24)
+    lo, hi = mask & 0xFFFFFFFF, mask >> 32
+    data = ctypes.create_string_buffer(struct.pack("<6I", lo, lo, 0, hi, hi, 0), 24)
     _check(_libc.syscall(_NR_CAPSET, header, data), "capset")
 
 
-def drop_to_uid_keeping_setuid(uid: int) -> None:
+CAP_CHECKPOINT_RESTORE = 40  # Linux >= 5.9: enough to set the next pid of a pid namespace (ns_last_pid)
+
+
+def has_capability(cap: int) -> bool:
+    """Whether this process has `cap` in its effective set."""
+    with open("/proc/self/status") as f:
+        eff = next(int(line.split()[1], 16) for line in f if line.startswith("CapEff:"))
+    return bool(eff >> cap & 1)
+
+
+def drop_to_uid_keeping_setuid(uid: int, *, pid_reset: bool = False) -> None:
     """Become `uid` with only CAP_SETUID, CAP_SETGID and CAP_KILL left: a template, so that each of its
-    children can move to the calls' uid (and then drop all three) and the template can still kill them."""
+    children can move to the calls' uid (and then drop all three) and the template can still kill them.
+    `pid_reset`: keep CAP_CHECKPOINT_RESTORE too, to rewind its pid namespace's counter before each call."""
     prctl(PR_SET_KEEPCAPS, 1)
     drop_privileges(uid)
-    capset((1 << CAP_SETUID) | (1 << CAP_SETGID) | (1 << CAP_KILL))
+    capset((1 << CAP_SETUID) | (1 << CAP_SETGID) | (1 << CAP_KILL) | (pid_reset << CAP_CHECKPOINT_RESTORE))
     prctl(PR_SET_KEEPCAPS, 0)
+
+
+MOUNT_ATTR_NOATIME, MOUNT_ATTR__ATIME, AT_RECURSIVE, _NR_MOUNT_SETATTR = 0x10, 0x70, 0x8000, 442
+
+
+def noatime_all(root: str = "/") -> None:
+    """Every mount at or below `root` in this mount namespace stops recording access times (Linux >= 5.12):
+    a read by one call leaves no trace that a later call could read with stat()."""
+    attr = ctypes.create_string_buffer(struct.pack("<QQQQ", MOUNT_ATTR_NOATIME, MOUNT_ATTR__ATIME, 0, 0), 32)
+    _check(_libc.syscall(_NR_MOUNT_SETATTR, ctypes.c_int(-100), root.encode(), ctypes.c_uint(AT_RECURSIVE), attr,
+                         ctypes.c_size_t(32)), "mount_setattr(MOUNT_ATTR_NOATIME)")
 
 
 def become_call_uid(uid: int) -> None:

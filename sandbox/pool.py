@@ -80,12 +80,15 @@ class Worker:
         self.kind, self.uid, self.network = kind, uid, network
         self.proc: subprocess.Popen | None = None
         self.hello: dict = {}
+        self.seq = 0  # the id of the last request sent: every reply names the request it answers
 
     def start(self) -> None:
         env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "LANG": "C.UTF-8",
                "AGENTRL_SANDBOX_PRIVATE": os.pathsep.join(private_dirs())}
-        if os.environ.get("AGENTRL_SANDBOX_FORKSERVER"):  # "python": run the templates' loop without the C part
-            env["AGENTRL_SANDBOX_FORKSERVER"] = os.environ["AGENTRL_SANDBOX_FORKSERVER"]
+        for name in ("AGENTRL_SANDBOX_FORKSERVER",  # "python": run the templates' loop without the C part
+                     "AGENTRL_SANDBOX_BENCH_OFF"):   # measures a benchmark switches off (the report says so)
+            if os.environ.get(name):
+                env[name] = os.environ[name]
         stderr = None if os.environ.get("AGENTRL_SANDBOX_DEBUG") else subprocess.DEVNULL
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-m", "agentrl.sandbox.zygote", self.kind, str(self.uid), "1" if self.network else "0"],
@@ -129,14 +132,17 @@ class Worker:
         return read_msg(fd)
 
     def call(self, header: dict, blobs: list[bytes], wall: float) -> tuple[dict, list[bytes]]:
+        """Send one request and read its reply. Every reply carries the id of the request it answers; a
+        reply to another request, or anything going wrong once the request may have been written (even an
+        error of this side, such as an OverflowError), retires the worker: a reply left unread would
+        otherwise be read by the next caller as its own."""
         if not self.alive():
             self.start()
+        self.seq += 1
+        frame = encode(dict(header, id=self.seq), blobs)  # an error here leaves nothing written
         try:
-            write_all(self.proc.stdin.fileno(), encode(header, blobs))
+            write_all(self.proc.stdin.fileno(), frame)
             status, got = self._read(wall)
-            if status.get("retired"):  # it answered, then exited: it could not give the next call a clean start
-                self.stop()
-            return status, got
         except TimeoutError:
             self.stop()
             raise SandboxError(f"sandbox worker gave no answer within {wall:.1f} s; it was killed and will be "
@@ -145,6 +151,17 @@ class Worker:
             self.stop()
             raise SandboxError(f"sandbox worker died during the call ({type(e).__name__}); it will be restarted",
                                "worker_died") from None
+        except BaseException:  # noqa: BLE001 - in doubt whether a reply is on its way: never reuse this worker
+            self.stop()
+            raise
+        if status.get("id") != self.seq:
+            self.stop()
+            raise SandboxError(f"sandbox worker answered request {str(status.get('id'))[:20]} to request {self.seq}; "
+                               "it was killed and will be restarted", "worker_died")
+        del status["id"]
+        if status.get("retired"):  # it answered, then exited: it could not give the next call a clean start
+            self.stop()
+        return status, got
 
 
 class Pool:

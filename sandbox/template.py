@@ -54,6 +54,8 @@ FD_FLOOR = 100       # received descriptors are moved above this before being pl
 BLOBS_FD = 4         # in the child: the memfd holding the job's blobs
 TEST_FD = 5          # in the child of an opaque test: the memfd holding the test (see child.run_assert_split)
 CACHE_MAX = 256
+PID_RESET_FD = 9     # the template's handle on /proc/sys/kernel/ns_last_pid (closed in every child)
+_PID_RESET = -1      # PID_RESET_FD once it is open, else -1
 _MAPS = ""
 _SCRATCH = "/"
 _CALL_UID = 0  # the uid each child moves to (0: stay, as a template without root does)
@@ -97,7 +99,7 @@ _libc_fork.argtypes = []
 
 
 def lock(sock_fd: int, ruleset_fd: int | None, *, uid: int | None, call_uid: int | None, scratch: str,
-         seccomp: bytes | None, env: dict | None = None) -> None:
+         seccomp: bytes | None, env: dict | None = None, pid_reset: bool = False) -> None:
     """Irreversibly confine the template. Order matters: Landlock needs root or no_new_privs, the uid
     drop must precede the parent-death signal (setuid clears it), seccomp comes last."""
     os.setsid()
@@ -109,6 +111,13 @@ def lock(sock_fd: int, ruleset_fd: int | None, *, uid: int | None, call_uid: int
         os.dup2(fd, target)
     ruleset_fd = SOCK_FD + 1 if ruleset_fd is not None else None
     os.closerange(SOCK_FD + len(high), 1 << 16)  # the zygote's pipes, sockets, ruleset and overlay fds
+    if pid_reset:  # opened before Landlock hides /proc; written before each fork (rewind_pids)
+        global _PID_RESET
+        fd = os.open("/proc/sys/kernel/ns_last_pid", os.O_WRONLY)
+        if fd != PID_RESET_FD:
+            os.dup2(fd, PID_RESET_FD, inheritable=False)
+            os.close(fd)
+        _PID_RESET = PID_RESET_FD
     null = os.open("/dev/null", os.O_RDWR)
     for fd in (0, 1):
         os.dup2(null, fd)
@@ -126,7 +135,7 @@ def lock(sock_fd: int, ruleset_fd: int | None, *, uid: int | None, call_uid: int
         os.close(ruleset_fd)
     if uid is not None:
         if call_uid is not None:
-            harden.drop_to_uid_keeping_setuid(uid)
+            harden.drop_to_uid_keeping_setuid(uid, pid_reset=pid_reset)
             global _CALL_UID
             _CALL_UID = call_uid
         else:
@@ -144,6 +153,14 @@ def lock(sock_fd: int, ruleset_fd: int | None, *, uid: int | None, call_uid: int
         signal.signal(sig, signal.SIG_DFL)
     if seccomp is not None:
         harden.seccomp_install(seccomp)
+    if _PID_RESET >= 0:
+        rewind_pids()  # fails here, before any call, if the kernel refuses
+
+
+def rewind_pids() -> None:
+    """Make the next fork get pid 2, as the first call did: a call that forked and reaped N processes would
+    otherwise tell the next call N through its own pid. Every earlier pid is free by now (the sweep)."""
+    os.pwrite(_PID_RESET, b"1", 0)
 
 
 class Template:
@@ -166,7 +183,7 @@ class Template:
         if fast_path() == "C":
             resume = False
             while True:
-                what, data, fds = _forkserver.serve(SOCK_FD, self.pidns, resume, _CALL_UID)
+                what, data, fds = _forkserver.serve(SOCK_FD, self.pidns, resume, _CALL_UID, _PID_RESET)
                 if what == "child":
                     self.run_child(marshal.loads(data))
                 self.prepare(marshal.loads(data[HEADER.size:]), fds)
@@ -190,6 +207,14 @@ class Template:
                 self.prepare(marshal.loads(msg[HEADER.size:]), fds)
             if not self.pidns:
                 self.sweep()  # what the zygote killed after the last call (see TemplateHandle.kill_leftovers)
+            try:
+                if _PID_RESET >= 0:
+                    rewind_pids()
+            except OSError as e:
+                for fd in fds:
+                    os.close(fd)
+                self.sock.send(json.dumps({"error": f"cannot rewind the pid counter: {e}"}).encode())
+                continue
             pid = _libc_fork()
             if pid == 0:
                 self.place(fds, limits)
@@ -346,10 +371,12 @@ PR_SET_CHILD_SUBREAPER = 36
 
 
 def main(sock_fd: int, ruleset_fd: int | None, *, kind: str, network: bool, uid: int | None,
-         call_uid: int | None, scratch: str, seccomp: bytes | None, pidns: bool, env: dict | None = None) -> None:
+         call_uid: int | None, scratch: str, seccomp: bytes | None, pidns: bool, env: dict | None = None,
+         pid_reset: bool = False) -> None:
     """Entry point in the process the zygote forked; never returns."""
     try:
-        lock(sock_fd, ruleset_fd, uid=uid, call_uid=call_uid, scratch=scratch, seccomp=seccomp, env=env)
+        lock(sock_fd, ruleset_fd, uid=uid, call_uid=call_uid, scratch=scratch, seccomp=seccomp, env=env,
+             pid_reset=pid_reset)
         Template(kind, network, pidns).serve()
     except BaseException:  # noqa: BLE001
         try:

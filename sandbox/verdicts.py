@@ -1,9 +1,12 @@
 """Trusted-side planning and judging of unit tests for model-written code.
 
 Expected values never enter the sandbox: a stdio test's expected stdout stays here, and an
-`assert <expr> == <literal>` test sends only `<expr>`; the child returns the value through a strict
-codec and the comparison happens here. Other asserts run inside and count only if the child wrote a
-per-call random nonce after the assert ran, exited 0, and wrote nothing else on the result pipe.
+`assert <expr> == <literal>` test whose `<expr>` only calls the solution with literal arguments
+(`f(2)`, `Solution().run([1, 2])`) sends only `<expr>`; the child returns the value through a strict
+codec and the comparison happens here. Every other assert runs in two processes (child.run_assert_split):
+the test's own operators and modules work on plain data that crossed from the solution's process, and it
+counts only if the test's process wrote a per-call random nonce after the assert ran, exited 0, and wrote
+nothing else on the result pipe.
 """
 
 from __future__ import annotations
@@ -21,6 +24,25 @@ def _literal(node: ast.AST):
         return True, ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return False, None
+
+
+def _chain(node: ast.AST) -> bool:
+    """Whether `node` only names something of the solution and calls, indexes or reads attributes of it, with
+    literal arguments: `f(2)`, `Solution().two_sum([2, 7], 9)`, `f("ab")[0]`. Such an expression computes
+    nothing but the value that is compared, so it may run in the solution's process and come back as plain
+    data. Anything else (`math.isclose(f(x), y)`, `round(f(x) - y, 9)`, `(f(x) == y)`) has the expected
+    value or a comparison inside it; run there, the solution's own `math`, `__sub__` or `__eq__` would
+    decide the verdict."""
+    if isinstance(node, ast.Name):
+        return True
+    if isinstance(node, ast.Attribute):
+        return not node.attr.startswith("__") and _chain(node.value)
+    if isinstance(node, ast.Subscript):
+        return _literal(node.slice)[0] and _chain(node.value)
+    if isinstance(node, ast.Call):
+        return (all(not isinstance(a, ast.Starred) and _literal(a)[0] for a in node.args)
+                and all(k.arg is not None and _literal(k.value)[0] for k in node.keywords) and _chain(node.func))
+    return False
 
 
 def plan(test: dict, out_cap: int) -> tuple[dict, list[bytes], object]:
@@ -47,7 +69,7 @@ def plan(test: dict, out_cap: int) -> tuple[dict, list[bytes], object]:
             left, right = body[0].test.left, body[0].test.comparators[0]
             for probe, lit in ((left, right), (right, left)):
                 ok, value = _literal(lit)
-                if ok and not _literal(probe)[0]:
+                if ok and not _literal(probe)[0] and _chain(probe):
                     return {"mode": "probe", "out_cap": out_cap}, [ast.unparse(probe).encode(), b""], value
         nonce = secrets.token_hex(16)
         return {"mode": "assert", "nonce": nonce, "out_cap": out_cap}, [src.encode(), b""], nonce

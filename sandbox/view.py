@@ -63,6 +63,7 @@ class FileView:
         self.private = f"/tmp/agentrl-sandbox-{uid}"
         self.scratch = self.private + "/scratch"
         self.mounted = False  # whether the scratch dir is a tmpfs of its own, remounted per call
+        self.noatime = False  # whether every mount in view is made to record no access times (set by the zygote)
 
     def library_paths(self, path_entries) -> list[str]:
         """The sys.path entries calls may read, less any that holds the host's working directory or home
@@ -104,6 +105,8 @@ class FileView:
         # Paths the interpreter needs may sit below a directory the unprivileged uid cannot enter
         # (/root/.pyenv under /root 0700): cover that directory with a tmpfs holding only bind mounts.
         self.expose([p for p in needed if not any(p != q and within(p, q) for q in needed)])
+        if self.noatime:  # on every mount, those made later included: a read leaves no access time behind
+            harden.noatime_all("/")
 
     def expose(self, paths) -> None:
         """Make each path reachable for the per-slot uid at its own name, hiding its siblings: a directory
@@ -133,6 +136,8 @@ class FileView:
             harden.mount(source, p, None, harden.MS_BIND | harden.MS_REC)
             self.exposed.append(p)
             self.note("hidden_dirs", True, "covered by tmpfs, only exposed paths visible: " + " ".join(self.exposed))
+            if self.noatime and self.mounted:  # a declared path, exposed after set-up, and the tmpfs over it
+                harden.noatime_all("/")
 
     def _overlay(self, d: str) -> None:
         """Cover `d` with an empty tmpfs, keeping an fd to the original to bind exposed paths from."""

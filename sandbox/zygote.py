@@ -55,6 +55,8 @@ class Zygote:
         self.factory: Factory | None = None
         self.call_env: dict[str, str] = {}  # variables every call gets (a network grader's proxy)
         self.retire: str | None = None  # set when this worker can no longer give a clean start to a call
+        self.off: tuple[str, ...] = ()  # measures a benchmark switched off (the report then says so)
+        self.pid_reset = False  # templates rewind their pid namespace's counter before each call
 
     def note(self, key: str, ok: bool, reason: str) -> None:
         self.report[key] = [bool(ok), reason]
@@ -62,6 +64,7 @@ class Zygote:
     # ------------------------------------------------------------ setup
     def setup(self) -> None:
         is_root = os.geteuid() == 0
+        self.off = bench_off()
         # Network graders get a namespace of their own too; their only way out is the proxy (netproxy.py),
         # which stays in the host's namespace and refuses the host's own and private addresses.
         proxy = start_proxy(self.uid if is_root else None, close=self.host_fds) if self.network and is_root else None
@@ -78,11 +81,15 @@ class Zygote:
             else:
                 self.note("net_ns", True, "empty network namespace (no interfaces up)")
             self.note("ipc_uts_ns", True, "private IPC and UTS namespaces")
+            self._no_time_wait()
+            self.fs.noatime = "noatime" not in self.off
             self.fs.mount()
+            self.note("noatime", self.fs.noatime, "every mount calls see records no access times: a read leaves no "
+                      "trace for a later call's stat()" if self.fs.noatime else "switched off (AGENTRL_SANDBOX_BENCH_OFF)")
         except OSError as e:
             if proxy is not None:
                 os.kill(proxy.pid, signal.SIGKILL)
-            for key in ("mount_ns", "net_ns", "ipc_uts_ns"):
+            for key in ("mount_ns", "net_ns", "ipc_uts_ns", "noatime"):
                 self.note(key, False, f"{e} (needs root or CAP_SYS_ADMIN)")
         pidns_error = None
         try:
@@ -94,6 +101,12 @@ class Zygote:
         except OSError as e:
             self.pidns_fd = None
             pidns_error = e
+        if self.pidns_fd is not None and is_root:
+            self.pid_reset = "pid_reset" not in self.off and harden.has_capability(harden.CAP_CHECKPOINT_RESTORE)
+            self.note("pid_reset", self.pid_reset, "each call starts at the same pid: its template rewinds its pid "
+                      "namespace's counter (ns_last_pid) before forking it" if self.pid_reset else
+                      "switched off (AGENTRL_SANDBOX_BENCH_OFF)" if "pid_reset" in self.off else
+                      "no CAP_CHECKPOINT_RESTORE: a call can learn how many processes earlier calls started")
         self.fs.abi = abi = harden.landlock_abi()
         self.note("landlock_fs", abi >= 1, f"Landlock ABI {abi}: read only the interpreter, libraries and "
                   "declared paths; write only the scratch dir" if abi else "kernel has no Landlock")
@@ -102,7 +115,13 @@ class Zygote:
         self.note("landlock_scope", abi >= 6, "signals and abstract unix sockets scoped to the sandbox"
                   if abi >= 6 else f"needs Landlock ABI 6, have {abi}")
         if harden.X86_64:
-            self.seccomp = harden.seccomp_program(deny_connect=not self.network)
+            self.seccomp = harden.seccomp_program(deny_connect=not self.network, off=self.off)
+            self.note("page_cache", "page_cache" not in self.off, "page-cache residency can be neither probed (mincore, "
+                      "cachestat, RWF_NOWAIT, readahead) nor evicted (fadvise, MADV_COLD/PAGEOUT); reading remains, and "
+                      "timing a read" if "page_cache" not in self.off else "switched off (AGENTRL_SANDBOX_BENCH_OFF)")
+            self.note("shared_inodes", "locks" not in self.off, "locks (flock, fcntl) are granted without locking and "
+                      "inotify/fanotify/dnotify are denied: concurrent calls cannot meet on a shared inode"
+                      if "locks" not in self.off else "switched off (AGENTRL_SANDBOX_BENCH_OFF)")
             self.note("seccomp", True, f"deny filter: {len(harden.DENIED_SYSCALLS)} syscalls, namespace clone flags, "
                       "clone3, non-inet socket families" + ("" if self.network else
                                                             ", connect() and sendto(address) (no unix sockets)"))
@@ -128,6 +147,9 @@ class Zygote:
                   "per-call loop of the templates in Python (the _forkserver extension is not built or is "
                   "switched off by AGENTRL_SANDBOX_FORKSERVER=python): same isolation, fewer calls per second")
         self.note("env_empty", True, "child environment holds only the declared variables (+HOME/TMPDIR=scratch)")
+        if self.off:
+            self.note("bench_off", False, "measures switched off by AGENTRL_SANDBOX_BENCH_OFF (for benchmarks only): "
+                      + ", ".join(self.off))
         from .policy import preimport
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
         self.preimported = preimport(self.kind == "grader_heavy") if self.kind.startswith("grader") else []
@@ -159,7 +181,23 @@ class Zygote:
         template_mod.main(sock_fd, ruleset_fd, kind=self.kind, network=self.network,
                           uid=self.uid if os.geteuid() == 0 else None, call_uid=self.call_uid,
                           scratch=self.fs.scratch, seccomp=self.seccomp, env=self.call_env,
-                          pidns=self.pidns_fd is not None)
+                          pidns=self.pidns_fd is not None, pid_reset=self.pid_reset)
+
+    def _no_time_wait(self) -> None:
+        """In this worker's fresh network namespace: keep no TCP connection in TIME_WAIT (or an orphaned
+        FIN_WAIT2) after it closes. Such a port outlives the call that used it, and a later call probing ports
+        with bind() would read which ones an earlier call connected from."""
+        if "time_wait" in self.off:
+            self.note("time_wait", False, "switched off (AGENTRL_SANDBOX_BENCH_OFF)")
+            return
+        try:
+            with open("/proc/sys/net/ipv4/tcp_max_tw_buckets", "w") as f:
+                f.write("0")
+            self.note("time_wait", True, "tcp_max_tw_buckets=0 in the worker's network namespace: no closed "
+                      "connection keeps its port for a later call to find")
+        except OSError as e:
+            self.note("time_wait", not self.network, f"cannot set tcp_max_tw_buckets: {e}" +
+                      ("" if self.network else " (no TCP here anyway)"))
 
     def _start_template(self, read_paths: tuple[str, ...]) -> "TemplateHandle":
         self.fs.fresh_scratch()
@@ -380,6 +418,16 @@ class Zygote:
         return {"error": f"unknown op {op!r}"}, []
 
 
+def bench_off() -> tuple[str, ...]:
+    """Measures named in AGENTRL_SANDBOX_BENCH_OFF (benchmarks/bench_sandbox.py switches them off one at a time
+    to measure what each costs). Unknown names stop the worker: a typo must not look like a measurement."""
+    names = tuple(n.strip() for n in os.environ.get("AGENTRL_SANDBOX_BENCH_OFF", "").split(",") if n.strip())
+    unknown = [n for n in names if n not in harden.MEASURES]
+    if unknown:
+        raise ValueError(f"AGENTRL_SANDBOX_BENCH_OFF names unknown measures {unknown}; known: {', '.join(harden.MEASURES)}")
+    return names
+
+
 def main() -> None:
     kind, uid, network = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
     proto_in, proto_out = os.dup(0), os.dup(1)
@@ -413,6 +461,7 @@ def main() -> None:
             reply = ({"error": z.retire, "cause": "worker_died"}, [])
         if z.retire:  # the host restarts a worker that has exited; the reply above is still valid
             reply[0]["retired"] = z.retire
+        reply[0]["id"] = header.get("id")  # the host believes only a reply that names its request
         write_all(proto_out, encode(*reply))
         if z.retire:
             for tpl in z.templates.values():

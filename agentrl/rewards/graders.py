@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from agentrl.rewards.errors import Unscorable
 from agentrl.rewards.gradertemplate import Template, openai_sample
-from agentrl.rewards.loading import Reward, RewardConfigError, SandboxedGrade, check_source, resolve_env
+from agentrl.rewards.loading import Reward, RewardConfigError, SandboxedGrade, check_settings, check_source, resolve_env
 
 SIMILARITY = ("fuzzy_match", "bleu", "gleu", "rouge_1", "rouge_2", "rouge_3", "rouge_4", "rouge_5", "rouge_l")
 UNSUPPORTED = {"meteor": "it needs NLTK's WordNet data, which agentrl cannot download",
@@ -138,6 +138,7 @@ class PythonGrader(Grader):
         if not isinstance(source, str) or "def grade" not in source:
             raise RewardConfigError(f"{where}: a python grader needs \"source\" defining grade(sample, item)")
         filename = f"<grader {self.name}>"
+        check_settings(where, timeout=spec.get("timeout"), memory_mb=spec.get("memory_mb"), network=spec.get("network"))
         check_source(source, filename, bool(spec.get("network", False)), where)
         self.env = resolve_env(self.name, list(spec.get("env", [])))
         self._grade = SandboxedGrade(source, filename, self.env, (), bool(spec.get("network", False)),

@@ -123,6 +123,9 @@ def file_declarations(source: str, filename: str) -> dict:
         tree = ast.parse(source, filename)
     except SyntaxError as exc:
         raise RewardConfigError(f"reward file {filename} line {exc.lineno}: syntax error: {exc.msg}") from None
+    except (RecursionError, MemoryError, ValueError) as exc:
+        raise RewardConfigError(f"reward file {filename}: cannot be parsed ({type(exc).__name__}: nested too deeply "
+                                "or too large); simplify it") from None
     found: dict = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -130,13 +133,34 @@ def file_declarations(source: str, filename: str) -> dict:
             if key in ("ENV", "NETWORK", "TIMEOUT"):
                 try:
                     found[key] = ast.literal_eval(node.value)
-                except ValueError:
+                except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
                     raise RewardConfigError(f"reward file {filename} line {node.lineno}: {key} must be a literal "
                                             f"(ENV = [\"NAME\", ...], NETWORK = True)") from None
     has_grade = any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "grade" for n in tree.body)
     if not has_grade:
         raise RewardConfigError(f"reward file {filename} defines no top-level `def grade(sample, item)`; add one")
     return found
+
+
+MAX_TIMEOUT = 3600.0
+MEMORY_MB_RANGE = (16, 1 << 16)
+
+
+def check_settings(where: str, *, timeout: Any = None, memory_mb: Any = None, network: Any = None) -> None:
+    """A reward's own settings (a file's TIMEOUT/NETWORK, or the options given to load_reward), checked when it
+    is loaded: a value that cannot be represented (``TIMEOUT = 1e999``, NaN, a string) must stop the run with
+    an error naming where it was set, not fail later in the middle of a call."""
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, numbers.Real)
+                                or not 0 < float(timeout) <= MAX_TIMEOUT):
+        raise RewardConfigError(f"{where}: TIMEOUT (timeout) must be a number of seconds in (0, {MAX_TIMEOUT:g}], got "
+                                f"{str(timeout)[:40]!r}; fix it")
+    lo, hi = MEMORY_MB_RANGE
+    if memory_mb is not None and (isinstance(memory_mb, bool) or not isinstance(memory_mb, int)
+                                  or not lo <= memory_mb <= hi):
+        raise RewardConfigError(f"{where}: memory_mb must be a whole number of MiB in [{lo}, {hi}], got "
+                                f"{str(memory_mb)[:40]!r}; fix it")
+    if network is not None and not isinstance(network, bool):
+        raise RewardConfigError(f"{where}: NETWORK (network) must be True or False, got {str(network)[:40]!r}; fix it")
 
 
 def resolve_env(name: str, declared: list | tuple) -> dict[str, str]:
@@ -208,6 +232,11 @@ def _sandboxed(name: str, path: Path, options: dict) -> Reward:
     except OSError as exc:
         raise RewardConfigError(f"reward {name!r}: cannot read {path}: {exc.strerror}") from None
     decl = file_declarations(source, str(path))
+    check_settings(f"reward {name!r} ({path})", timeout=decl.get("TIMEOUT"), network=decl.get("NETWORK"))
+    check_settings(f"reward {name!r} (options)", timeout=options.get("timeout"), memory_mb=options.get("memory_mb"),
+                   network=options.get("network"))
+    if not isinstance(decl.get("ENV", []), (list, tuple)):
+        raise RewardConfigError(f"reward {name!r} ({path}): ENV must be a list of variable names, got {decl['ENV']!r}")
     network = bool(options.get("network", decl.get("NETWORK", False)))
     check_source(source, str(path), network, f"reward {name!r} ({path})")
     extra = {k: v for k, v in options.items() if k not in LOADER_OPTIONS}
@@ -248,7 +277,9 @@ def _in_process(name: str, fn: Callable, origin: str, options: dict) -> Reward:
         version = hashlib.sha256(inspect.getsource(module).encode()).hexdigest()[:12] if module else ""
     except (OSError, TypeError):
         version = ""
-    timeout = float(options.get("timeout", getattr(module, "TIMEOUT", DEFAULT_TIMEOUT)))
+    timeout = options.get("timeout", getattr(module, "TIMEOUT", DEFAULT_TIMEOUT))
+    check_settings(f"reward {name!r} ({origin})", timeout=timeout)
+    timeout = float(timeout)
     return Reward(name, fn, options=kwargs, env=env, timeout=timeout, origin=origin, version=version,
                   runs_model_code=bool(getattr(module, "RUNS_MODEL_CODE", False)))
 
