@@ -51,6 +51,9 @@ def library_file():
     path = Path(sysconfig.get_paths()["purelib"]) / f"_agentrl_probe_{secrets.token_hex(4)}.bin"
     path.write_bytes(os.urandom(64 * 4096))
     path.chmod(0o644)
+    fd = os.open(path, os.O_RDONLY)
+    os.fsync(fd)  # clean pages: fadvise(DONTNEED) drops only those
+    os.close(fd)
     yield path
     path.unlink()
 
@@ -96,14 +99,14 @@ PAGE_WRITER = """
 import os, sys
 bits = sys.stdin.read().strip()
 fd = os.open(PATH, os.O_RDONLY)
+try:
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # no readahead: a read brings in its own page only
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+except OSError:
+    pass
 for i, b in enumerate(bits):
     if b == '1':
         os.pread(fd, 4096, i * 4096)
-    else:
-        try:
-            os.posix_fadvise(fd, i * 4096, 4096, os.POSIX_FADV_DONTNEED)
-        except OSError:
-            pass
 print('x')
 """
 PAGE_READER = """
@@ -136,10 +139,10 @@ def test_page_cache_residency_carries_no_message(sb, library_file):
     residency without timing (preadv2 RWF_NOWAIT, else mincore). Neither half works any more."""
     message = "".join(secrets.choice("01") for _ in range(32))
     path = repr(str(library_file))
-    for _ in range(2):
-        outputs(sb, PAGE_WRITER.replace("PATH", path), [message, message])
-        got = outputs(sb, "N = 32\n" + PAGE_READER.replace("PATH", path), ["", ""])
-        assert message not in got, (message, got)
+    for _ in range(2):  # on each worker (the pool hands them out in turn); the page cache is the machine's
+        outputs(sb, PAGE_WRITER.replace("PATH", path), [message])
+        [got] = outputs(sb, "N = 32\n" + PAGE_READER.replace("PATH", path), [""])
+        assert got != message
 
 
 TW_CONNECT = """import socket, urllib.request
@@ -280,7 +283,7 @@ def test_a_reward_files_own_settings_are_validated_when_it_loads(tmp_path, setti
 
 def test_a_deeply_nested_reward_file_is_a_config_error(tmp_path):
     path = tmp_path / "deep.py"
-    path.write_text("X = " + "(" * 100_000 + ")" * 100_000 + "\n\ndef grade(sample, item):\n    return 1.0\n")
+    path.write_text("X = " + "-" * 100_000 + "1\n\ndef grade(sample, item):\n    return 1.0\n")
     with pytest.raises(RewardConfigError) as e:
         load_reward(str(path))
     assert str(path) in str(e.value)
