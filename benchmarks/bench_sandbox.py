@@ -1,8 +1,17 @@
-"""Throughput of the sandbox vs. a fresh isolated process per call, measured in the same run.
+"""Throughput of the sandbox vs. a fresh isolated process per call, measured in the same run, and the cost
+of each measure against state shared between calls, switched off one at a time.
 
     .venv/bin/python benchmarks/bench_sandbox.py [--calls 3000] [--fresh-calls 300] [--rounds 3]
+                                                 [--measure-calls 2000] [--measure-rounds 3]
 
-Targets: the trivial grade() wall rate >= 600 calls/s on 2 idle cores and >= 10x the fresh process.
+Targets: the trivial grade() rate >= 1,000 calls/s and >= 10x the fresh process.
+
+Measures (`agentrl.sandbox.harden.MEASURES`): each gets a sandbox of its own started with
+AGENTRL_SANDBOX_BENCH_OFF naming it (its isolation report then says the sandbox is weak), and one more has
+every measure on. Their CPU per trivial grader call is measured in interleaved rounds; the difference to
+"all on" is what that measure costs. Measures that cannot be switched off are printed with how they cost:
+the request id on every reply (one integer in a JSON header) and the plain-data rule for `== literal`
+asserts (a probe with a comparison inside now runs in two processes: the last lines compare the two).
 
 Both sides use as many client threads as the machine has cores (at least 2). The fresh-process
 baseline is generous: `python -I -S` applying the same kernel isolation (network/IPC/UTS namespaces,
@@ -28,6 +37,7 @@ from pathlib import Path
 import agentrl.sandbox as sandbox_pkg
 from agentrl.rewards import load_reward
 from agentrl.sandbox import Sandbox
+from agentrl.sandbox.harden import MEASURES
 
 GRADER = "def grade(sample, item):\n    return 1.0 if sample.final_answer.strip() == item['answer'] else 0.0\n"
 HARDEN = str(Path(sandbox_pkg.__file__).with_name("harden.py"))
@@ -110,11 +120,54 @@ def rate(fn, calls: int, threads: int) -> float:
     return calls / (time.perf_counter() - start)
 
 
+def zygote_pids(sb: Sandbox) -> list[int]:
+    return [w.proc.pid for p in sb._pools.values() for w in p.workers if w.alive()]
+
+
+def measure_costs(calls: int, rounds: int, threads: int) -> None:
+    """CPU per trivial grader call with every measure on, and with each one switched off in turn."""
+    sample, item = {"final_answer": "4 "}, {"answer": "4"}
+    configs = [("all on", "")] + [(f"without {m}", m) for m in MEASURES]
+    boxes = {}
+    try:
+        for name, off in configs:
+            os.environ["AGENTRL_SANDBOX_BENCH_OFF"] = off  # read by the zygotes as they start
+            box = Sandbox(size=threads)
+            assert box.run_grader(GRADER, "bench.py", sample, item) == 1.0
+            checks = box._pool("grader").any_hello()["report"]
+            assert all(not checks.get(m, [False])[0] for m in ([off] if off else [])), (off, checks.get(off))
+            boxes[name] = (box, zygote_pids(box))
+    finally:
+        os.environ.pop("AGENTRL_SANDBOX_BENCH_OFF", None)
+    cost: dict[str, list[float]] = {name: [] for name, _ in configs}
+    for r in range(rounds):
+        order = configs[r % len(configs):] + configs[:r % len(configs)]  # no config always first or last
+        for name, _ in order:
+            box, pids = boxes[name]
+            c0 = cpu_seconds(pids)
+            rate(lambda: box.run_grader(GRADER, "bench.py", sample, item), calls, threads)
+            cost[name].append((cpu_seconds(pids) - c0) / calls)
+    base = statistics.median(cost["all on"])
+    print(f"cost of each measure (CPU per trivial grader call, all processes, {rounds} x {calls} calls each, "
+          f"interleaved; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores):")
+    for name, _ in configs:
+        med = statistics.median(cost[name])
+        spread = " ".join(f"{c * 1e3:.2f}" for c in cost[name])
+        saved = "" if name == "all on" else f" -> the measure costs {(base - med) * 1e3:+.2f} ms per call"
+        print(f"  {name:<22} {med * 1e3:.2f} ms (rounds: {spread}){saved}")
+    print("  request ids on replies and the checked limits: one integer in each JSON header and a few comparisons "
+          "on the host per call (not switchable)")
+    for box, _ in boxes.values():
+        box.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=3000)
     ap.add_argument("--fresh-calls", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--measure-calls", type=int, default=2000)
+    ap.add_argument("--measure-rounds", type=int, default=3)
     args = ap.parse_args()
     threads = max(2, os.cpu_count() or 2)
     sb = Sandbox(size=threads)
@@ -130,7 +183,7 @@ def main() -> None:
     reward_file.write_text(GRADER)
     reward = load_reward(str(reward_file))
     assert reward.sandboxed and reward(sample, item) == 1.0
-    zpids = [w.proc.pid for p in sb._pools.values() for w in p.workers if w.alive()]
+    zpids = zygote_pids(sb)
     base = sys.base_prefix + "/lib"
     read = [os.path.realpath(base), "/usr/lib", "/lib", "/lib64"]
     assert fresh_call(read) == 1.0
@@ -160,20 +213,26 @@ def main() -> None:
           f"grader importing math_verify {hm:.1f} calls/s; reward file via load_reward {statistics.median(tr):.1f} calls/s")
     print(f"median CPU per call: zygote {zcm * 1e3:.2f} ms, fresh {fcm * 1e3:.1f} ms -> cpu-bound rate on {threads} "
           f"idle cores: zygote {threads / zcm:.0f} calls/s, fresh {threads / fcm:.0f} calls/s, ratio {fcm / zcm:.1f}x")
-    print(f"targets (>= 600 calls/s, >= 10x): wall rate {'MET' if zm >= 600 and zm / fm >= 10 else 'NOT MET'} "
+    print(f"targets (>= 1000 calls/s, >= 10x): wall rate {'MET' if zm >= 1000 and zm / fm >= 10 else 'NOT MET'} "
           f"(load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores); cpu-bound rate "
-          f"{'MET' if threads / zcm >= 600 and fcm / zcm >= 10 else 'NOT MET'}")
-    # Model code: a test judged on this side (`assert f(x) == literal`: one process) against an opaque test
-    # (HumanEval's `check(candidate)`: the test and the model's code in two processes, plain data between).
+          f"{'MET' if threads / zcm >= 1000 and fcm / zcm >= 10 else 'NOT MET'}")
+    # Model code: a test judged on this side (`assert f(x) == literal`: one process) against tests run in two
+    # processes, plain data between: HumanEval's `check(candidate)`, and a probe with a comparison inside,
+    # which the plain-data rule moved there (its cost is the difference to the first line).
     code = "def double(x):\n    return 2 * x\n"
     eq = [{"type": "assert", "code": "assert double(2) == 4"}]
+    inside = [{"type": "assert", "code": "assert round(double(2) - 4, 9) == 0"}]
     opaque = [{"type": "assert", "code": "def check(candidate):\n    assert candidate(2) == 4\n\ncheck(double)\n"}]
-    for name, tests in (("eq-literal assert (one process)", eq), ("opaque assert (two processes)", opaque)):
+    for name, tests in (("eq-literal assert (one process)", eq),
+                        ("comparison inside the probe (two processes)", inside),
+                        ("opaque assert (two processes)", opaque)):
         assert sb.run_tests(code, tests)[0].passed
         n = max(args.calls // 6, 50)
         r = rate(lambda: sb.run_tests(code, tests), n, threads)
         print(f"model code, {name}: {r:6.1f} tests/s | load {os.getloadavg()[0]:.2f}")
     sb.close()
+    if args.measure_rounds:
+        measure_costs(args.measure_calls, args.measure_rounds, threads)
 
 
 if __name__ == "__main__":
