@@ -161,6 +161,82 @@ def measure_costs(calls: int, rounds: int, threads: int) -> None:
         box.close()
 
 
+# The channel left open: page-cache residency read by timing (sandbox/README.md). The sender can only bring
+# pages in (reading); fadvise, MADV_COLD/PAGEOUT, mincore, cachestat and RWF_NOWAIT are denied. Pages start
+# out of the cache (the host evicts them, as a file no one has read yet). Both sides map the file with
+# MADV_RANDOM (no readahead) and the receiver times its first touch of each page: a major fault or not.
+CACHE_SENDER = """
+import ctypes, mmap, os, sys
+bits = sys.stdin.read().strip()
+fd = os.open(PATH, os.O_RDONLY)
+m = mmap.mmap(fd, len(bits) * 4096, prot=mmap.PROT_READ)
+m.madvise(mmap.MADV_RANDOM)
+for i, b in enumerate(bits):
+    if b == '1':
+        m[i * 4096]
+print('sent')
+"""
+CACHE_RECEIVER = """
+import mmap, os, time
+fd = os.open(PATH, os.O_RDONLY)
+m = mmap.mmap(fd, PAGES * 4096, prot=mmap.PROT_READ)
+m.madvise(mmap.MADV_RANDOM)
+out = []
+t0 = time.perf_counter()
+for i in range(PAGES):
+    t = time.perf_counter_ns()
+    m[i * 4096]
+    out.append((time.perf_counter_ns() - t) // 100)
+print(time.perf_counter() - t0, *out)
+"""
+
+
+def stdout_of(sb: Sandbox, code: str, stdin: str = "") -> str:
+    """What model code printed (the path run_tests takes, without a verdict)."""
+    from agentrl.sandbox import verdicts
+
+    header, blobs, _ = verdicts.plan({"type": "stdio", "stdin": stdin, "expected_stdout": ""}, 1 << 20)
+    header.update(op="test", timeout=30.0, memory_mb=512)
+    status, got = sb._pool("code").call(header, [code.encode()] + blobs, 35.0)
+    assert status.get("exit") == 0, status
+    return got[1].decode()
+
+
+def residual_page_cache(sb: Sandbox, pages: int = 1024, rounds: int = 3) -> None:
+    import secrets
+    import sysconfig
+
+    path = Path(sysconfig.get_paths()["purelib"]) / f"_agentrl_bench_{secrets.token_hex(4)}.bin"
+    path.write_bytes(os.urandom(pages * 4096))
+    errors, bits, seconds, lat1, lat0 = 0, 0, 0.0, [], []
+    try:
+        for _ in range(rounds):
+            fd = os.open(path, os.O_RDONLY)
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # the host may; a call may not
+            os.close(fd)
+            message = "".join(secrets.choice("01") for _ in range(pages))
+            assert stdout_of(sb, CACHE_SENDER.replace("PATH", repr(str(path))), message).strip() == "sent"
+            got = stdout_of(sb, CACHE_RECEIVER.replace("PATH", repr(str(path))).replace("PAGES", str(pages))).split()
+            seconds += float(got[0])
+            times = [int(x) / 10 for x in got[1:]]  # microseconds
+            for b, t in zip(message, times):
+                (lat1 if b == "1" else lat0).append(t)
+            bits += pages
+    finally:
+        path.unlink()
+    # the receiver's best threshold (optimistic for the attacker), chosen after the fact
+    best = min(sorted(set(lat1 + lat0)), key=lambda th: sum(t > th for t in lat1) + sum(t <= th for t in lat0))
+    errors = sum(t > best for t in lat1) + sum(t <= best for t in lat0)
+    p = errors / bits
+    import math
+    h = 0.0 if p in (0, 1) else -(p * math.log2(p) + (1 - p) * math.log2(1 - p))
+    print(f"residual page-cache timing channel ({rounds} x {pages} pages, one bit per page and use, pages brought in "
+          f"only): cached touch median {statistics.median(lat1):.1f} us, uncached {statistics.median(lat0):.1f} us, "
+          f"bit error rate {p:.3f} at the best threshold ({best:.1f} us), receiver {bits / seconds:.0f} raw bits/s, "
+          f"capacity {(1 - h) * bits / seconds:.0f} bits/s while uncached pages last | load {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=3000)
@@ -230,6 +306,7 @@ def main() -> None:
         n = max(args.calls // 6, 50)
         r = rate(lambda: sb.run_tests(code, tests), n, threads)
         print(f"model code, {name}: {r:6.1f} tests/s | load {os.getloadavg()[0]:.2f}")
+    residual_page_cache(sb)
     sb.close()
     if args.measure_rounds:
         measure_costs(args.measure_calls, args.measure_rounds, threads)
