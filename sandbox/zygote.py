@@ -250,9 +250,9 @@ class Zygote:
                   nproc, fsize_mb, grader, test=None) -> tuple:
         """Make the call's pipes and send the job with their write ends; returns the read ends."""
         r_res, w_res = os.pipe()
-        r_out, w_out = os.pipe() if out_cap else (None, os.dup(self.null))
-        r_err, w_err = os.pipe() if err_cap else (None, os.dup(self.null))
-        w_in = _memfd("stdin", stdin) if stdin else os.dup(self.null)
+        r_out, w_out = os.pipe() if out_cap else (None, self.null)  # /dev/null is sent, never closed here
+        r_err, w_err = os.pipe() if err_cap else (None, self.null)
+        w_in = _memfd("stdin", stdin) if stdin else self.null
         # Everything that belongs to this call (its variables, its data, a test's nonce) travels in the job
         # memfd, which only the call's child reads: the template's heap never holds it.
         job = marshal.dumps({"env": dict(env or {}), "blobs": list(blobs), "nonce": req.pop("nonce", None)})
@@ -287,7 +287,8 @@ class Zygote:
             raise
         finally:
             for fd in fds:
-                os.close(fd)
+                if fd != self.null:
+                    os.close(fd)
         if need_py:
             tpl.known.add(grader[0])
             tpl._vm = None  # read again at the next call, after this compile
