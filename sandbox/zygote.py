@@ -101,7 +101,10 @@ class Zygote:
         except OSError as e:
             self.pidns_fd = None
             pidns_error = e
-        if self.pidns_fd is not None and is_root:
+        if self.pidns_fd is None or not is_root:
+            self.note("pid_reset", False, "no pid namespace of its own: a call can learn how many processes earlier "
+                      "calls started from its own pid")
+        else:
             self.pid_reset = "pid_reset" not in self.off and harden.has_capability(harden.CAP_CHECKPOINT_RESTORE)
             self.note("pid_reset", self.pid_reset, "each call starts at the same pid: its template rewinds its pid "
                       "namespace's counter (ns_last_pid) before forking it" if self.pid_reset else

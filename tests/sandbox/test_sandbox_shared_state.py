@@ -353,3 +353,37 @@ def test_an_ordinary_exception_still_crosses_as_itself(sb):
                        [{"type": "assert", "code": test}])
     assert v.passed, v
     assert_still_works(sb)
+
+
+# ---------------------------------------------------------------- the benchmark's switches
+def test_a_measure_switched_off_makes_the_report_weak(monkeypatch):
+    """bench_sandbox.py switches measures off one at a time; such a sandbox never passes as strong, and the
+    channel that measure closes is open again (so the measure, not something else, is what closes it)."""
+    from agentrl.sandbox import Sandbox
+    monkeypatch.setenv("AGENTRL_SANDBOX_BENCH_OFF", "pid_reset")
+    box = Sandbox(size=1)
+    try:
+        report = box.isolation_report()
+        assert not report.strong and {"pid_reset", "bench_off"} <= set(report.missing()), report.summary()
+        with pytest.raises(SandboxError) as e:
+            box.run_tests(PID_READER, [stdio("", "?")])
+        assert e.value.cause == "weak_isolation"
+        pids = []
+        for code in (PID_READER, PID_WRITER, PID_READER):
+            [v] = box.run_tests(code, [stdio("", "?")], allow_weak=True)
+            pids.append(v.detail.split(", got ", 1)[1])
+        assert pids[0] != pids[2], pids
+    finally:
+        box.close()
+
+
+def test_an_unknown_switch_stops_the_worker(monkeypatch):
+    from agentrl.sandbox import Sandbox
+    monkeypatch.setenv("AGENTRL_SANDBOX_BENCH_OFF", "pid_rest")
+    box = Sandbox(size=1)
+    try:
+        with pytest.raises(SandboxError) as e:
+            box.run_grader(ONE, "one.py", {}, {})
+        assert "pid_rest" in str(e.value) and "pid_reset" in str(e.value), e.value
+    finally:
+        box.close()
