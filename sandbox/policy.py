@@ -158,14 +158,62 @@ def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
         hint = "" if top not in NETWORK_IMPORTS else " (it is allowed when the grader is run with network=True)"
         raise ImportError(f"import of {name!r} is not allowed in a grader{hint}; allowed: "
                           f"{', '.join(sorted(_allowed) + list(AGENTRL_MODULES))}")
-    return builtins.__import__(name, globals, locals, fromlist, level)
+    module = builtins.__import__(name, globals, locals, fromlist, level)
+    return _GUARDED.get(id(module), module)
 
 
 def _getattr(obj, name, default=None):
     value = safer_getattr(obj, name, default)
     if isinstance(value, types.ModuleType) and not (_module_ok(value.__name__) or value.__name__ == "agentrl"):
         raise AttributeError(f"module {value.__name__!r} is not available to graders")
-    return value
+    return _GUARDED.get(id(value), value)
+
+
+_MISSING = object()
+
+
+class GuardedAttrGetter:
+    """`operator.attrgetter` for graders: every step goes through the guarded getattr, so names starting
+    with '_', `str.format` and modules graders may not import stay out of reach (the real one would read
+    any attribute: a way around every guard)."""
+
+    def __init__(self, attr, *attrs):
+        names = (attr, *attrs)
+        if not all(isinstance(n, str) for n in names):
+            raise TypeError("attribute name must be a string")
+        self.paths = [n.split(".") for n in names]
+
+    def __call__(self, obj):
+        out = []
+        for parts in self.paths:
+            value = obj
+            for part in parts:
+                value = _getattr(value, part, _MISSING)
+                if value is _MISSING:
+                    raise AttributeError(f"{type(obj).__name__!r} object has no attribute {part!r}")
+            out.append(value)
+        return out[0] if len(out) == 1 else tuple(out)
+
+
+class GuardedMethodCaller:
+    """`operator.methodcaller` for graders, through the guarded getattr."""
+
+    def __init__(self, name, *args, **kwargs):
+        if not isinstance(name, str):
+            raise TypeError("method name must be a string")
+        self.getter, self.args, self.kwargs = GuardedAttrGetter(name), args, kwargs
+
+    def __call__(self, obj):
+        return self.getter(obj)(*self.args, **self.kwargs)
+
+
+# What graders get instead, wherever they reach it: `import operator`, `from operator import attrgetter`,
+# or an attribute of another module (typing.operator).
+SAFE_OPERATOR = types.ModuleType("operator", operator.__doc__)
+SAFE_OPERATOR.__dict__.update({k: v for k, v in vars(operator).items() if not k.startswith("__")})
+SAFE_OPERATOR.attrgetter, SAFE_OPERATOR.methodcaller = GuardedAttrGetter, GuardedMethodCaller
+_GUARDED = {id(operator): SAFE_OPERATOR, id(operator.attrgetter): GuardedAttrGetter,
+            id(operator.methodcaller): GuardedMethodCaller}
 
 
 _INPLACE = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,

@@ -387,3 +387,25 @@ def test_an_unknown_switch_stops_the_worker(monkeypatch):
         assert "pid_rest" in str(e.value) and "pid_reset" in str(e.value), e.value
     finally:
         box.close()
+
+
+# ---------------------------------------------------------------- RestrictedPython's guards, all ways round
+GETTER_ESCAPES = {
+    "attrgetter": "import operator\nWAY = operator.attrgetter('__class__.__base__')\n",
+    "from operator import attrgetter": "from operator import attrgetter\nWAY = attrgetter('__class__.__base__')\n",
+    "methodcaller": "import operator\nWAY = operator.methodcaller('__sizeof__')\n",
+    "operator reached through typing": "import typing\nWAY = typing.operator.attrgetter('__class__.__base__')\n",
+    "str.format through attrgetter": "import operator\nWAY = lambda x: operator.attrgetter('format')('{0}')\n",
+}
+
+
+@pytest.mark.parametrize("way", GETTER_ESCAPES.values(), ids=GETTER_ESCAPES.keys())
+def test_operator_getters_go_through_the_guarded_getattr(sb, way):
+    src = way + "def grade(sample, item):\n    WAY(())\n    return 1.0\n"
+    from agentrl.sandbox import GraderCodeError
+    with pytest.raises(GraderCodeError) as e:
+        sb.run_grader(src, "getter.py", {}, {})
+    assert any(w in str(e.value) for w in ("AttributeError", "not allowed", "not safe")), e.value
+    ok = "from operator import attrgetter, methodcaller\ndef grade(sample, item):\n" \
+         "    return attrgetter('real')(3) + methodcaller('count', 'a')('banana')\n"
+    assert sb.run_grader(ok, "ok.py", {}, {}) == 6.0
