@@ -83,7 +83,10 @@ class Worker:
         self.seq = 0  # the id of the last request sent: every reply names the request it answers
 
     def start(self) -> None:
+        # LD_BIND_NOW: every library symbol is bound once in the zygote, so no call's child writes (and copies)
+        # the pages of the symbol tables it would otherwise bind lazily: ~10 fewer page faults a call.
         env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "LANG": "C.UTF-8",
+               "LD_BIND_NOW": "1",
                "AGENTRL_SANDBOX_PRIVATE": os.pathsep.join(private_dirs())}
         for name in ("AGENTRL_SANDBOX_FORKSERVER",  # "python": run the templates' loop without the C part
                      "AGENTRL_SANDBOX_BENCH_OFF"):   # measures a benchmark switches off (the report says so)
