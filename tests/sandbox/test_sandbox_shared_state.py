@@ -79,6 +79,21 @@ def test_a_call_cannot_count_the_processes_earlier_calls_started(sb):
     assert len(got) == 1, got
 
 
+CAPS = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+header = (ctypes.c_uint32 * 2)(0x20080522, 0)
+data = (ctypes.c_uint32 * 6)()
+assert libc.syscall(125, header, data) == 0  # capget
+print(' '.join(str(x) for x in data))
+"""
+
+
+def test_the_pid_rewind_capability_stays_with_the_template(sb):
+    """The template keeps CAP_CHECKPOINT_RESTORE to rewind the pid counter; a call has no capability at all."""
+    assert all(v.passed for v in sb.run_tests(CAPS, [stdio("", "0 0 0 0 0 0")] * 2)), "a call holds a capability"
+
+
 def test_reading_a_file_leaves_no_access_time(sb, library_file, tmp_path):
     """Under relatime a read updates the access time of a file whose atime is older than its mtime, and any
     later call can stat() it (stat is outside Landlock): no mount a call sees records access times."""
