@@ -1,13 +1,17 @@
 """Reward benchmarks, printed in one run (the baselines measured in the same run):
 
-1. math preset vs plain math_verify, accuracy and verdicts/s side by side, on two sets of labelled
+1. math preset vs plain math_verify, accuracy and verdicts/s side by side, on three sets of labelled
    (gold, prediction, equivalent) pairs:
    - benchmarks/data/math_pairs.jsonl: the project's own pairs (currency, magnitude words, percent, units,
      prose...). The "unseen" category was written after the preset was tuned on the others, and the preset
      was not changed for it;
    - benchmarks/data/math_verify_cases.jsonl: 252 cases from math_verify's own published test suite
      (huggingface/Math-Verify at 5d148cfaaf99, tests/test_all.py, test_boxed.py, test_numina_cases.py,
-     test_open_thoughts.py), extracted as data by benchmarks/data/extract_peer_cases.py (its docstring says how).
+     test_open_thoughts.py), extracted as data by benchmarks/data/extract_peer_cases.py (its docstring says how);
+   - benchmarks/data/peer_suites.jsonl: 206 more cases from eleven peers' graders and tests (lighteval,
+     NeMo-Skills, AReaL, Math-Verify's other tests, Qwen2.5-Math, simple-evals, slime, rllm, verifiers,
+     open-r1, SkyRL), built by benchmarks/data/extract_peer_suites.py; reported as its tuning split and its
+     held-out split (a fixed third the preset was never tuned on).
    math_verify runs as its README shows (``verify(parse(gold), parse(pred))``, gold in $...$) and with the
    extraction configs its own tests use (LaTeX with boxed first, then plain expressions). Every pass starts
    from cold caches (both sides); speed is the fastest of ``--repeat`` passes, so a busy machine disturbs it
@@ -28,11 +32,18 @@ from collections import defaultdict
 from pathlib import Path
 
 DATA = Path(__file__).parent / "data"
-SETS = {"project pairs": DATA / "math_pairs.jsonl", "math_verify's test cases": DATA / "math_verify_cases.jsonl"}
+SETS = {"project pairs": (DATA / "math_pairs.jsonl", None),
+        "math_verify's test cases": (DATA / "math_verify_cases.jsonl", None),
+        "peers' suites, tuning split": (DATA / "peer_suites.jsonl", "tune"),
+        "peers' suites, held-out split (never tuned on)": (DATA / "peer_suites.jsonl", "heldout")}
 
 
-def load_pairs(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+def load_pairs(path: Path, split: str | None = None) -> list[dict]:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for row in rows:
+        if split is not None:
+            row["category"] = row["source"].split("@")[0]  # peers' suites: one line per peer
+    return [r for r in rows if split is None or r.get("split") == split]
 
 
 def run_preset(pairs: list[dict]) -> tuple[list, float]:
@@ -81,7 +92,8 @@ SCORERS = (("agentrl math", run_preset), ("math_verify", run_math_verify),
            ("math_verify tests' cfg", lambda ps: run_math_verify(ps, tests_configs=True)))
 
 
-def report(title: str, path: Path, pairs: list[dict], results: dict[str, tuple[list, float]]) -> None:
+def report(title: str, path: Path, pairs: list[dict], results: dict[str, tuple[list, float]],
+           misses: bool = False) -> None:
     names = list(results)
     by_cat: dict[str, list[int]] = defaultdict(list)
     for n, p in enumerate(pairs):
@@ -110,6 +122,11 @@ def report(title: str, path: Path, pairs: list[dict], results: dict[str, tuple[l
         rows["agentrl math's speed / this column's"].append(f"{secs / ours:.2f}x")
     for label, cells in rows.items():
         print(f"{label:<44}" + "".join(f"{c:>24}" for c in cells))
+    if misses:
+        for i, p in enumerate(pairs):
+            if results[names[0]][0][i] != p["equivalent"]:
+                print(f"  {names[0]} wrong ({results[names[0]][0][i]}, expected {p['equivalent']}): "
+                      f"gold {p['gold'][:80]!r} | prediction {p['prediction'][-120:]!r}")
     print()
 
 
@@ -143,16 +160,22 @@ def main() -> None:
                     "throughput is from the fastest")
     ap.add_argument("--coding-samples", type=int, default=20)
     ap.add_argument("--no-coding", action="store_true", help="only the math benchmark")
+    ap.add_argument("--sets", default="", help="only the pair sets whose title contains one of these words "
+                    "(comma-separated), e.g. 'peers'")
+    ap.add_argument("--misses", action="store_true", help="list the pairs agentrl math gets wrong")
     args = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} "
           f"on {os.cpu_count()} cores\n")
-    for title, path in SETS.items():
-        pairs = load_pairs(path)
+    wanted = [w for w in args.sets.split(",") if w]
+    for title, (path, split) in SETS.items():
+        if wanted and not any(w in title for w in wanted):
+            continue
+        pairs = load_pairs(path, split)
         results = {}
         for name, fn in SCORERS:
             runs = [fn(pairs) for _ in range(max(1, args.repeat))]
             results[name] = (runs[0][0], min(secs for _, secs in runs))
-        report(title, path, pairs, results)
+        report(title, path, pairs, results, args.misses)
     if not args.no_coding:
         bench_coding(args.coding_samples)
 
