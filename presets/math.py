@@ -30,23 +30,25 @@ TIMEOUT = 30.0  # seconds for the whole grade() call
 
 
 def grade(sample, item, tolerance=None, partial_credit=None, symbolic_timeout=SYMBOLIC_TIMEOUT,
-          decimal_comma=None, final_answer_only=None):
+          decimal_comma=None, final_answer_only=None, strict_units=None):
     metadata = item["metadata"]
     expected = metadata.get("expected_answer")
     if expected is None or expected == [] or str(expected).strip() == "":
         return None  # not a math row
     if final_answer_only is None:
         final_answer_only = metadata.get("final_answer_only", False)
-    answer = extract_final_answer(sample["final_answer"], prompt=item.get("prompt") or "",
-                                  final_only=bool(final_answer_only))
-    if answer is None:
-        return 0.0  # no answer at all is a wrong answer
+    response = sample["final_answer"]
+    answer = extract_final_answer(response, prompt=item.get("prompt") or "", final_only=bool(final_answer_only))
+    # no answer at all is a wrong answer (unless the gold is an option letter the prose names: "B, not A")
     if tolerance is None:
         tolerance = metadata.get("tolerance", TOLERANCE)
     if partial_credit is None:
         partial_credit = metadata.get("partial_credit")
     if decimal_comma is None:
         decimal_comma = metadata.get("decimal_comma")
+    if strict_units is None:
+        strict_units = metadata.get("strict_units", False)
     golds = expected if isinstance(expected, list) else [expected]  # a list means "any of these"
     return max(score_answer(answer, str(gold), tolerance=tolerance, partial_credit=partial_credit,
-                            timeout=symbolic_timeout, decimal_comma=decimal_comma) for gold in golds)
+                            timeout=symbolic_timeout, decimal_comma=decimal_comma, strict_units=bool(strict_units),
+                            response=None if final_answer_only else response) for gold in golds)
