@@ -51,7 +51,7 @@ def run_preset(pairs: list[dict]) -> tuple[list, float]:
     from agentrl.rewards.mathcheck import clear_caches
 
     reward = load_reward("math")
-    reward({"final_answer": "\\boxed{x^2}"}, {"metadata": {"expected_answer": "x*x"}})  # start the symbolic worker
+    reward({"final_answer": "\\boxed{x \\ge 5}"}, {"metadata": {"expected_answer": "x >= 5"}})  # start the symbolic worker
     clear_caches()  # every pass is timed cold, without earlier passes' answers
     verdicts, t0 = [], time.perf_counter()
     for p in pairs:

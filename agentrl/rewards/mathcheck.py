@@ -34,6 +34,7 @@ from functools import lru_cache
 
 from agentrl.deadline import DeadlineExceeded, call_with_deadline
 from agentrl.rewards.errors import Unscorable
+from agentrl.rewards.mathexpr import same_expression
 from agentrl.rewards.mathextract import extract_final_answer, gold_answer, gold_choice, response_choice
 from agentrl.rewards.mathnorm import Num, Seq, parse_value, same_text_key
 
@@ -393,6 +394,9 @@ def score_answer(pred: str | None, gold: str, tolerance: float | None = None, pa
         # numbers side by side ("18 9") that are no thousands grouping: a list of candidates, not an
         # answer; math_verify would read "$18 9$" as their sum and pay the prompt's operands back
         return 0.0
+    same = same_expression(_no_dollars(answer), _no_dollars(pred))  # most expressions, without sympy
+    if same is not None:
+        return 1.0 if same else 0.0
     sides = _same_function(answer, pred)
     if sides and symbolic_equal(f"${_for_symbolic(sides[0])}$", f"${_for_symbolic(sides[1])}$", timeout):
         return 1.0

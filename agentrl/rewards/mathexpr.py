@@ -1,0 +1,300 @@
+"""Compare two expressions by evaluating them at a few points, without sympy: the math preset's fast path.
+
+    >>> same_expression("(x+1)^2", "x^2+2x+1")
+    True
+    >>> same_expression("\\\\frac{t^2-1}{t-1}", "t+2")
+    False
+    >>> same_expression("x \\\\le 3", "3 \\\\ge x") is None   # not an expression read here
+    True
+
+``read(text)`` reads a small part of LaTeX / plain notation: integers, letters (``a``, ``x_1``, Greek),
+``\\pi``, ``e``, ``i`` (the imaginary unit), ``+ - * / ^``, ``\\cdot``, ``\\times``, implicit products,
+parentheses and braces, ``\\frac``, ``\\sqrt``, ``\\sqrt[n]``, ``|x|`` and the functions sin ... ln, exp. Anything
+else (decimals, relations, commas, words, sums, ``\\infty`` ...) is not read (None) and is left to math_verify.
+
+Two readable expressions are equal when they agree at points where every letter takes a value of either
+sign (complex arithmetic, principal branches): agreeing at several such points by chance is practically
+impossible. A disagreement is final unless a branch (a root, a logarithm, an absolute value, a fractional or
+symbolic power) is involved, where sympy may assume positive letters: then it is left to math_verify too.
+"""
+
+from __future__ import annotations
+
+import cmath
+import re
+from functools import lru_cache
+
+MAX_LEN = 200
+_TOKEN = re.compile(
+    r"\s+|\\[,;:! ]|~|\\left|\\right|\\displaystyle"  # spacing and sizing: dropped
+    r"|(?P<num>\d+(?:\.\d+)?)"
+    r"|(?P<cmd>\\[A-Za-z]+)"
+    r"|(?P<word>[A-Za-z]+)"
+    r"|(?P<sym>[-+*/^(){}\[\]|_])"
+)
+_FUNCS = {"sin": cmath.sin, "cos": cmath.cos, "tan": cmath.tan, "cot": lambda z: 1 / cmath.tan(z),
+          "sec": lambda z: 1 / cmath.cos(z), "csc": lambda z: 1 / cmath.sin(z), "ln": cmath.log, "log": cmath.log,
+          "exp": cmath.exp, "sinh": cmath.sinh, "cosh": cmath.cosh, "tanh": cmath.tanh, "sqrt": cmath.sqrt}
+_BRANCHY = {"sqrt", "root", "abs", "ln", "log", "pow"}
+_GREEK = {"alpha", "beta", "gamma", "delta", "theta", "phi", "varphi", "omega", "lambda", "mu", "sigma", "tau", "rho",
+          "psi", "eta", "zeta", "kappa", "nu", "xi", "chi", "epsilon", "varepsilon", "vartheta"}
+_OPS = {"\\cdot": "*", "\\times": "*", "\\div": "/", "\\dfrac": "\\frac", "\\tfrac": "\\frac"}
+
+
+class _Unread(Exception):
+    pass
+
+
+def _tokens(text: str) -> list[str]:
+    out, pos = [], 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if not m:
+            raise _Unread(text[pos])
+        pos = m.end()
+        if m.group("num"):
+            if "." in m.group("num"):
+                raise _Unread("decimal")  # rounded decimals: math_verify's precision rules decide
+            out.append(m.group("num"))
+        elif m.group("cmd"):
+            out.append(_OPS.get(m.group("cmd"), m.group("cmd")))
+        elif m.group("word"):
+            w = m.group("word")
+            if w in _FUNCS:
+                out.append(w)
+            elif w == "pi":
+                out.append("\\pi")
+            elif len(w) <= 2:
+                out.extend(w)  # "ab" is a times b
+            else:
+                raise _Unread(w)  # a word
+        elif m.group("sym"):
+            out.append(m.group("sym"))
+    return out
+
+
+class _Parser:
+    """Recursive descent over the tokens; builds nested tuples evaluated by ``_eval``."""
+
+    def __init__(self, tokens: list[str]):
+        self.t, self.i, self.branchy = tokens, 0, False
+
+    def peek(self):
+        return self.t[self.i] if self.i < len(self.t) else None
+
+    def take(self, want=None):
+        tok = self.peek()
+        if tok is None or want is not None and tok != want:
+            raise _Unread(f"expected {want}")
+        self.i += 1
+        return tok
+
+    def expr(self):
+        node = self.term()
+        while self.peek() in ("+", "-"):
+            node = (self.take(), node, self.term())
+        return node
+
+    def term(self):
+        node = self.unary()
+        while True:
+            tok = self.peek()
+            if tok in ("*", "/"):
+                node = (self.take(), node, self.unary())
+            elif tok is not None and self.starts_factor(tok):
+                node = ("*", node, self.power())
+            else:
+                return node
+
+    def starts_factor(self, tok: str) -> bool:
+        return (tok.isdigit() or tok.isalpha() or tok in ("(", "{", "\\frac", "\\sqrt", "\\pi")
+                or tok[1:] in _FUNCS or tok[1:] in _GREEK)
+
+    def unary(self):
+        if self.peek() in ("-", "+"):
+            sign = self.take()
+            inner = self.unary()
+            return ("neg", inner) if sign == "-" else inner
+        return self.power()
+
+    def power(self):
+        base = self.atom()
+        if self.peek() == "^":
+            self.take()
+            exponent = self.exponent()
+            if not (isinstance(exponent, tuple) and exponent[0] == "num"):
+                self.branchy = True  # a symbolic or fractional power
+            return ("^", base, exponent)
+        return base
+
+    def exponent(self):
+        tok = self.peek()
+        if tok == "{":
+            return self.group("{", "}")
+        if tok == "(":
+            return self.group("(", ")")
+        if tok == "-":
+            self.take()
+            return ("neg", self.exponent())
+        tok = self.take()
+        if tok.isdigit():
+            return ("num", int(tok[0])) if len(tok) == 1 else _raise("x^23")
+        if tok.isalpha() and len(tok) == 1:
+            return ("var", tok)
+        raise _Unread("exponent")
+
+    def group(self, open_, close):
+        self.take(open_)
+        node = self.expr()
+        self.take(close)
+        return node
+
+    def atom(self):
+        tok = self.peek()
+        if tok is None:
+            raise _Unread("end")
+        if tok.isdigit():
+            self.take()
+            return ("num", int(tok))
+        if tok in ("(", "{"):
+            return self.group(tok, ")" if tok == "(" else "}")
+        if tok == "|":
+            self.branchy = True
+            return ("abs", self.group("|", "|"))
+        if tok == "\\frac":
+            self.take()
+            return ("/", self.argument(), self.argument())
+        if tok == "\\sqrt":
+            self.take()
+            self.branchy = True
+            if self.peek() == "[":
+                index = self.group("[", "]")
+                return ("^", self.argument(), ("/", ("num", 1), index))
+            return ("sqrt", self.argument())
+        if tok == "\\pi":
+            self.take()
+            return ("const", cmath.pi)
+        name = tok[1:] if tok.startswith("\\") else tok
+        if name in _FUNCS:
+            self.take()
+            power = None
+            if self.peek() == "^":  # \sin^2(x)
+                self.take()
+                power = self.exponent()
+            if self.peek() not in ("(", "{"):
+                raise _Unread("function without parentheses")
+            self.branchy |= name in _BRANCHY
+            node = ("fn", name, self.group(self.peek(), ")" if self.peek() == "(" else "}"))
+            return ("^", node, power) if power is not None else node
+        if tok.startswith("\\") and name in _GREEK or tok.isalpha() and len(tok) == 1:
+            self.take()
+            if tok == "e":
+                return ("const", cmath.e)
+            if tok == "i":
+                return ("const", 1j)
+            if self.peek() == "_":  # x_1, a_{n}: one name
+                self.take()
+                sub = self.take()
+                if sub == "{":
+                    parts = []
+                    while self.peek() not in ("}", None):
+                        parts.append(self.take())
+                    self.take("}")
+                    sub = "".join(parts)
+                name = f"{name}_{sub}"
+            return ("var", name)
+        raise _Unread(tok)
+
+    def argument(self):
+        if self.peek() == "{":
+            return self.group("{", "}")
+        tok = self.take()  # \frac12
+        if tok.isdigit():
+            return ("num", int(tok[0])) if len(tok) == 1 else _raise("\\frac123")
+        if tok.isalpha() and len(tok) == 1:
+            return ("var", tok)
+        raise _Unread("argument")
+
+
+def _raise(what):
+    raise _Unread(what)
+
+
+def _eval(node, env):
+    op = node[0]
+    if op == "num" or op == "const":
+        return node[1]
+    if op == "var":
+        return env[node[1]]
+    if op == "neg":
+        return -_eval(node[1], env)
+    if op == "abs":
+        return abs(_eval(node[1], env))
+    if op == "sqrt":
+        return cmath.sqrt(_eval(node[1], env))
+    if op == "fn":
+        return _FUNCS[node[1]](_eval(node[2], env))
+    a, b = _eval(node[1], env), _eval(node[2], env)
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op == "/":
+        return a / b
+    if isinstance(b, complex) and b.imag == 0 and b.real == int(b.real) and abs(b.real) <= 64:
+        b = int(b.real)
+    if isinstance(b, int) and isinstance(a, int):
+        return a**b if b >= 0 else 1 / a**-b
+    return complex(a) ** b
+
+
+def _names(node, out):
+    if node[0] == "var":
+        out.add(node[1])
+    for child in node[1:]:
+        if isinstance(child, tuple):
+            _names(child, out)
+    return out
+
+
+@lru_cache(maxsize=4096)
+def read(text: str):
+    """(tree, letters, branchy) for an expression this module reads, else None."""
+    s = str(text).strip().strip("$").strip()
+    if not s or len(s) > MAX_LEN:
+        return None
+    try:
+        p = _Parser(_tokens(s))
+        tree = p.expr()
+        if p.i != len(p.t):
+            return None
+    except (_Unread, IndexError):
+        return None
+    return tree, frozenset(_names(tree, set())), p.branchy
+
+
+def _points(names, count: int = 4):
+    ordered = sorted(names)
+    for n in range(count):  # every letter takes both signs across the points; values far from small integers
+        yield {v: (-1) ** (n + j) * (0.6180339887 + 0.4142135623 * ((n * 7 + j * 3) % 5)) for j, v in enumerate(ordered)}
+
+
+def same_expression(a: str, b: str) -> bool | None:
+    """True / False when both are expressions read here and the points settle it; None to ask math_verify."""
+    ra, rb = read(a), read(b)
+    if ra is None or rb is None:
+        return None
+    agreed = 0
+    for env in _points(ra[1] | rb[1]):
+        try:
+            va, vb = complex(_eval(ra[0], env)), complex(_eval(rb[0], env))
+        except (ZeroDivisionError, OverflowError, ValueError):
+            continue
+        if not (abs(va) < 1e12 and abs(vb) < 1e12):
+            continue
+        if abs(va - vb) > 1e-9 * max(1.0, abs(va), abs(vb)):
+            return None if ra[2] or rb[2] else False
+        agreed += 1
+    return True if agreed >= 3 else None
