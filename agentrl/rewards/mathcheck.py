@@ -350,6 +350,14 @@ def _same_function(gold: str, pred: str) -> tuple[str, str] | None:
     return g.group(3), p.group(3)
 
 
+def _equation_result(pred: str) -> Num | None:
+    """The plain number a one-answer equation ends on ("\\sqrt{4} = 2"), else None ("x = 1 or x = 2")."""
+    if "=" not in pred or re.search(r"[,;<>]|\\(?:pm|mp|le|ge|leq|geq|neq|text)(?![a-z])|\b(?:or|and)\b", pred):
+        return None
+    value = parse_value(pred.rsplit("=", 1)[1])
+    return value if isinstance(value, Num) and not value.ambiguous else None
+
+
 _TIMES_VARIABLES = re.compile(r"\s*[-+]?\d+(?:\.\d+)?\s*\*?\s*[a-df-hj-zA-Z]{1,3}\s*")
 _BARE_NUMBERS = re.compile(r"\s*-?\d+(?:\.\d+)?(?:\s+-?\d+(?:\.\d+)?)+\s*")
 
@@ -394,6 +402,9 @@ def score_answer(pred: str | None, gold: str, tolerance: float | None = None, pa
         # numbers side by side ("18 9") that are no thousands grouping: a list of candidates, not an
         # answer; math_verify would read "$18 9$" as their sum and pay the prompt's operands back
         return 0.0
+    result = _equation_result(pred) if isinstance(gv, Num) else None
+    if result is not None:  # "\\sqrt{16} = 4", "\\binom{5}{2} = 10" against a number: what the "=" gives
+        return 1.0 if numbers_match(result, gv, tol, rounding=not half, strict_units=strict_units) else 0.0
     same = same_expression(_no_dollars(answer), _no_dollars(pred))  # most expressions, without sympy
     if same is not None:
         return 1.0 if same else 0.0

@@ -281,20 +281,74 @@ def _points(names, count: int = 4):
         yield {v: (-1) ** (n + j) * (0.6180339887 + 0.4142135623 * ((n * 7 + j * 3) % 5)) for j, v in enumerate(ordered)}
 
 
-def same_expression(a: str, b: str) -> bool | None:
-    """True / False when both are expressions read here and the points settle it; None to ask math_verify."""
-    ra, rb = read(a), read(b)
-    if ra is None or rb is None:
-        return None
-    agreed = 0
+def _values(ra, rb):
+    """Both sides' values at each point where both are defined and finite."""
     for env in _points(ra[1] | rb[1]):
         try:
             va, vb = complex(_eval(ra[0], env)), complex(_eval(rb[0], env))
         except (ZeroDivisionError, OverflowError, ValueError):
             continue
-        if not (abs(va) < 1e12 and abs(vb) < 1e12):
-            continue
-        if abs(va - vb) > 1e-9 * max(1.0, abs(va), abs(vb)):
+        if abs(va) < 1e12 and abs(vb) < 1e12:
+            yield va, vb
+
+
+def _close(va: complex, vb: complex) -> bool:
+    return abs(va - vb) <= 1e-9 * max(1.0, abs(va), abs(vb))
+
+
+def _same(a: str, b: str) -> bool | None:
+    ra, rb = read(a), read(b)
+    if ra is None or rb is None:
+        return None
+    agreed = 0
+    for va, vb in _values(ra, rb):
+        if not _close(va, vb):
             return None if ra[2] or rb[2] else False
         agreed += 1
     return True if agreed >= 3 else None
+
+
+_MATRIX = re.compile(r"^\(?\s*\\begin\{([pbB]?matrix)\}(.*)\\end\{\1\}\s*\)?$", re.S)
+_WRAP = re.compile(r"\\(?:text|textbf|mathrm|mathbf|mathit|mathcal|mathscr|boldsymbol|bm|operatorname)\s*\{([^{}]*)\}")
+
+
+def _entries(text: str) -> list[list[str]] | None:
+    m = _MATRIX.match(text.strip())
+    if not m:
+        return None
+    rows = [r for r in re.split(r"\\\\", m.group(2)) if r.strip()]
+    return [[c.strip() for c in r.split("&")] for r in rows]
+
+
+def _same_equation(a: str, b: str) -> bool | None:
+    """Two equations with the same solutions: one's two sides differ by a constant multiple of the other's."""
+    la, _, ra_ = a.partition("=")
+    lb, _, rb_ = b.partition("=")
+    da, db = read(f"({la})-({ra_})"), read(f"({lb})-({rb_})")
+    if da is None or db is None or not (da[1] | db[1]):
+        return None
+    ratio, agreed = None, 0
+    for va, vb in _values(da, db):
+        if abs(vb) < 1e-12 or abs(va) < 1e-12:
+            continue
+        ratio = ratio if ratio is not None else va / vb
+        if not _close(va, ratio * vb):
+            return None  # not proportional: left to math_verify
+        agreed += 1
+    return True if agreed >= 3 else None
+
+
+def same_expression(a: str, b: str) -> bool | None:
+    """True / False when both are expressions (or matrices of them, or equations) read here and the points
+    settle it; None to ask math_verify."""
+    a, b = (_WRAP.sub(r"\1", x.split("\\approx")[0]) for x in (a, b))  # 1/\sqrt{3} \approx 0.577: the exact value
+    if "\\begin" in a and "\\begin" in b:
+        ma, mb = _entries(a), _entries(b)
+        if ma is None or mb is None or [len(r) for r in ma] != [len(r) for r in mb]:
+            return None
+        verdicts = [_same(x, y) for ra, rb in zip(ma, mb) for x, y in zip(ra, rb)]
+        return False if False in verdicts else None if None in verdicts else True
+    a, b = (x.strip()[1:-1] if re.fullmatch(r"\s*\[[^\[\],]*\]\s*", x) else x for x in (a, b))  # [5]: one value
+    if a.count("=") == 1 and b.count("=") == 1 and not re.search(r"[<>]|\\(?:[lgn]e|leq|geq)(?![a-z])", a + b):
+        return _same_equation(a, b)
+    return _same(a, b)

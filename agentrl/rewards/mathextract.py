@@ -37,9 +37,9 @@ TAIL = 4000  # characters of the response that are read
 MAX_ANSWER = 300
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*")
-# "The answer is", "Answer:" and the same in other languages ("Réponse :", "答案是", "Ответ:").
+# "The answer is", "Answer:", GSM8K's "####" and the same in other languages ("Réponse :", "答案是", "Ответ:").
 _MARKER = re.compile(
-    r"(?:final\s+answer|the\s+answer|answer|final\s+choice|correct\s+(?:option|choice)|réponse(?:\s+finale)?|"
+    r"####\s*|(?:final\s+answer|the\s+answer|answer|final\s+choice|correct\s+(?:option|choice)|réponse(?:\s+finale)?|"
     r"respuesta(?:\s+final)?|resposta|risposta|antwort|ответ|答案|最终答案|答|정답|答え)"
     r"\s*(?:is|est|es|ist|è|é|是|为|為|は|:|：|=|\*\*:?|:\*\*)\s*:?\s*", re.I)
 _CHAT_TOKEN = re.compile(r"<\|(?:im_start|im_end|endoftext|eot_id|end_of_text|start_header_id|user|assistant)\|>")

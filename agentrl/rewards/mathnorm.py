@@ -113,6 +113,7 @@ def clean(text: str) -> str:
     s = _CURRENCY.sub(" ", s)
     s = s.replace("$", " ").replace("**", "^") if "**" in s and "*10**" not in s.replace(" ", "") else s.replace("$", " ")
     s = re.sub(r"\s+", " ", s).strip().rstrip(".").strip()
+    s = re.sub(r"(?<=\d)\\+$", "", s)  # "185\\": a stray backslash
     m = _ASSIGN.match(s) if s.count("=") < 2 or not re.search(r"[,;]|\bor\b|\band\b", s) else None  # not "a = 1, b = 2"
     if m:
         s = m.group(1).strip()
