@@ -6,13 +6,15 @@
     1.0
 
 ``score_answer(pred, gold)``, with ``pred`` already extracted (``mathextract``) and the gold read once per
-item and cached (``gold_answer``): 1.0 when both are written the same way (up to spacing, ``$``, ``\\text``,
-case of a word); else both are read by ``mathnorm`` (exact fractions, relative tolerance, percents,
-currency, magnitude words, units, thousands, decimal commas, tuples/sets/intervals) and a match is 1.0.
-A numeric mismatch is final only when both readings are unambiguous (plain numbers, or collections of the
-same kind of them); anything else is asked of math_verify (each side parsed once with its LaTeX and
-expression extraction configs, then ``verify``) in a child process with a hard deadline: the numeric path
-never overrides a symbolic equality. A comparison that runs out of time raises ``Unscorable`` ("could not
+item and cached (``gold_answer``): a gold that names an option letter is matched by the response's choice;
+1.0 when both are written the same way (up to spacing, ``$``, ``\\text``, case of a word); else both are read
+by ``mathnorm`` (exact fractions, relative tolerance, percents, currency, magnitude words, units, times of
+day, thousands, decimal commas, tuples/sets/intervals/vectors/matrices) and a match is 1.0. A numeric mismatch
+is final only when both readings are unambiguous (plain numbers, or collections of the same kind of them).
+Expressions and equations are then evaluated at signed points by ``mathexpr`` (no sympy); anything it cannot
+read or settle is asked of math_verify (each side parsed once with its LaTeX and expression extraction
+configs, then ``verify``, then a check at random points for identities it cannot simplify) in a child
+process with a hard deadline: the numeric path never overrides a symbolic equality. A comparison that runs out of time raises ``Unscorable`` ("could not
 score"), never returns 0. Safe off the main thread and inside Ray workers: no signal.alarm anywhere.
 
 ``partial_credit`` is the tutorial's rule: 0.5 within a tenth of a percent (or the given window) or a
