@@ -219,3 +219,28 @@ SCALES = [
 @pytest.mark.parametrize("response, gold, options, expected", SCALES)
 def test_scale_words_percent_and_units_alike(math_reward, response, gold, options, expected):
     assert _score(math_reward, response, gold, **options) == expected
+
+
+# The shapes as users reported them, each with the verdict it must get.
+REPORTED = [
+    ("56,01,78,95,760", "$56,\\!01,\\!78,\\!95,\\!760$", 1.0),
+    ("$i(2-i)$", "1+2i", 1.0),
+    ("$E$", "$E'$", 0.0),
+    ("$f'(x)$", "$f(x)$", 0.0),
+    ("10weeks", "10", 1.0),
+    ("[45 degrees]", "45", 1.0),
+    ("20:34", "20:34:00", 1.0),
+    ("8:34 P.M.", "20:34", 1.0),
+    ("$f(x)=2x+3$", "$y=2x+3$", 1.0),
+    ("The answer is for sure D, it can't be A or B", "(D) Alina", 1.0),
+    ("\\begin{pmatrix}\n1 & 0 \\\\\n0 & 1\n\\end{pmatrix}", "\\begin{pmatrix}\n1 & 0 \\\\\n0 & 1\n\\end{pmatrix}", 1.0),
+    ("$\\mathcal{A}$", "A", 1.0),
+    ("[1, 2, 3]", "\\begin{matrix} 1 \\\\ 2 \\\\ 3 \\end{matrix}", 1.0),
+    ("842", "$842 million", 1.0),
+    ("13.4", "13.4%", 1.0),
+]
+
+
+@pytest.mark.parametrize("response, gold, expected", REPORTED)
+def test_reported_shapes(math_reward, response, gold, expected):
+    assert _score(math_reward, response, gold) == expected
