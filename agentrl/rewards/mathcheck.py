@@ -36,6 +36,7 @@ from functools import lru_cache
 
 from agentrl.deadline import DeadlineExceeded, call_with_deadline
 from agentrl.rewards.errors import Unscorable
+from agentrl.rewards.mathexpr import read as read_expression
 from agentrl.rewards.mathexpr import same_expression
 from agentrl.rewards.mathextract import extract_final_answer, gold_answer, gold_choice, response_choice
 from agentrl.rewards.mathnorm import Num, Seq, parse_value, same_text_key
@@ -312,6 +313,7 @@ def _near(pv, gv, window: float) -> bool:
 def clear_caches() -> None:
     """Forget every gold read and every comparison made so far (in this process and the symbolic workers)."""
     _gold.cache_clear()
+    read_expression.cache_clear()
     if _POOL is not None:
         _POOL.clear_caches()
 
