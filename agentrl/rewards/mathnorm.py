@@ -291,7 +291,7 @@ def parse_value(text: str, decimal_comma: bool | None = None) -> Num | Seq | Non
     if kind == "[]" and len(split_top(body)) == 1:  # [45 degrees]: one value in brackets is that value
         return parse_value(body, decimal_comma)
     if kind is None:
-        body = re.sub(r"\s+(?:or|and)\s+", ",", s)
+        body = re.sub(r",?\s+(?:or|and)\s+", ",", s)  # "1, 2, and 3": an Oxford comma too
         if "," not in body and ";" not in body:
             return None
         kind = "list"
