@@ -38,7 +38,7 @@ _FUNCS = {"sin": cmath.sin, "cos": cmath.cos, "tan": cmath.tan, "cot": lambda z:
 _BRANCHY = {"sqrt", "root", "abs", "ln", "log", "pow"}
 _GREEK = {"alpha", "beta", "gamma", "delta", "theta", "phi", "varphi", "omega", "lambda", "mu", "sigma", "tau", "rho",
           "psi", "eta", "zeta", "kappa", "nu", "xi", "chi", "epsilon", "varepsilon", "vartheta"}
-_OPS = {"\\cdot": "*", "\\times": "*", "\\div": "/", "\\dfrac": "\\frac", "\\tfrac": "\\frac"}
+_OPS = {"\\cdot": "*", "\\times": "*", "\\div": "/", "\\dfrac": "\\frac", "\\tfrac": "\\frac", "\\cfrac": "\\frac"}
 
 
 class _Unread(Exception):
@@ -163,6 +163,10 @@ class _Parser:
             return ("abs", self.group("|", "|"))
         if tok == "\\frac":
             self.take()
+            nxt = self.peek()
+            if nxt is not None and nxt.isdigit() and len(nxt) == 2:  # \frac94 is 9/4
+                self.take()
+                return ("/", ("num", int(nxt[0])), ("num", int(nxt[1])))
             return ("/", self.argument(), self.argument())
         if tok == "\\sqrt":
             self.take()
@@ -338,6 +342,36 @@ def _same_equation(a: str, b: str) -> bool | None:
     return True if agreed >= 3 else None
 
 
+_RELATION = re.compile(r"(<=|>=|\\leq?(?![a-z])|\\geq?(?![a-z])|\\[lg]t(?![a-z])|<|>)")
+_CANON = {"<=": "<=", ">=": ">=", "\\le": "<=", "\\leq": "<=", "\\ge": ">=", "\\geq": ">=", "\\lt": "<", "\\gt": ">",
+          "<": "<", ">": ">"}
+
+
+def _same_relation(a: str, b: str) -> bool | None:
+    """Two inequalities with the same solutions: written as "d > 0" or "d >= 0", one's d is a positive
+    multiple of the other's. Only ever says True; anything else is left to math_verify."""
+    sides = []
+    for text in (a, b):
+        parts = _RELATION.split(text)
+        if len(parts) != 3:
+            return None
+        left, op, right = parts[0], _CANON[parts[1]], parts[2]
+        d = f"({left})-({right})" if op in (">", ">=") else f"({right})-({left})"
+        sides.append((op.replace("<", ">"), read(d)))
+    (op_a, da), (op_b, db) = sides
+    if op_a != op_b or da is None or db is None or not (da[1] | db[1]):
+        return None
+    ratio, agreed = None, 0
+    for va, vb in _values(da, db):
+        if abs(vb) < 1e-12 or abs(va) < 1e-12:
+            continue
+        ratio = ratio if ratio is not None else va / vb
+        if not _close(va, ratio * vb) or ratio.real <= 0 or abs(ratio.imag) > 1e-12:
+            return None
+        agreed += 1
+    return True if agreed >= 3 else None
+
+
 def same_expression(a: str, b: str) -> bool | None:
     """True / False when both are expressions (or matrices of them, or equations) read here and the points
     settle it; None to ask math_verify."""
@@ -351,4 +385,6 @@ def same_expression(a: str, b: str) -> bool | None:
     a, b = (x.strip()[1:-1] if re.fullmatch(r"\s*\[[^\[\],]*\]\s*", x) else x for x in (a, b))  # [5]: one value
     if a.count("=") == 1 and b.count("=") == 1 and not re.search(r"[<>]|\\(?:[lgn]e|leq|geq)(?![a-z])", a + b):
         return _same_equation(a, b)
+    if _RELATION.search(a) and _RELATION.search(b) and "=" not in (a + b).replace("<=", "").replace(">=", ""):
+        return _same_relation(a, b)
     return _same(a, b)
