@@ -37,7 +37,8 @@ DATA = Path(__file__).parent / "data"
 SETS = {"project pairs": (DATA / "math_pairs.jsonl", None),
         "math_verify's test cases": (DATA / "math_verify_cases.jsonl", None),
         "peers' suites, tuning split": (DATA / "peer_suites.jsonl", "tune"),
-        "peers' suites, held-out split (never tuned on)": (DATA / "peer_suites.jsonl", "heldout")}
+        "peers' suites, held-out split (never tuned on)": (DATA / "peer_suites.jsonl", "heldout"),
+        "peers' suites, both splits": (DATA / "peer_suites.jsonl", "all")}
 
 
 def load_pairs(path: Path, split: str | None = None) -> list[dict]:
@@ -45,7 +46,7 @@ def load_pairs(path: Path, split: str | None = None) -> list[dict]:
     for row in rows:
         if split is not None:
             row["category"] = row["source"].split("@")[0]  # peers' suites: one line per peer
-    return [r for r in rows if split is None or r.get("split") == split]
+    return [r for r in rows if split in (None, "all") or r.get("split") == split]
 
 
 def _workers_cpu() -> dict[int, float]:
