@@ -4,17 +4,21 @@
     True
     >>> same_expression("\\\\frac{t^2-1}{t-1}", "t+2")
     False
-    >>> same_expression("x \\\\le 3", "3 \\\\ge x") is None   # not an expression read here
+    >>> same_expression("x \\\\le 3", "3 \\\\ge x")   # inequalities too
+    True
+    >>> same_expression("\\\\sum_{k=1}^{n} k", "n(n+1)/2") is None   # not read here: math_verify decides
     True
 
 ``read(text)`` reads a small part of LaTeX / plain notation: integers, letters (``a``, ``x_1``, Greek),
 ``\\pi``, ``e``, ``i`` (the imaginary unit), ``+ - * / ^``, ``\\cdot``, ``\\times``, implicit products,
-parentheses and braces, ``\\frac``, ``\\sqrt``, ``\\sqrt[n]``, ``|x|`` and the functions sin ... ln, exp. Anything
-else (decimals, relations, commas, words, sums, ``\\infty`` ...) is not read (None) and is left to math_verify.
+parentheses and braces, ``\\frac``, ``\\sqrt``, ``\\sqrt[n]``, ``|x|`` and the functions sin ... ln, exp; one
+equation or inequality of them; matrices of them. Anything else (decimals, commas, words, sums, ``\\infty``
+...) is not read (None) and is left to math_verify.
 
 Two readable expressions are equal when they agree at points where every letter takes a value of either
 sign (complex arithmetic, principal branches): agreeing at several such points by chance is practically
-impossible. A disagreement is final unless a branch (a root, a logarithm, an absolute value, a fractional or
+impossible. Two equations are equal when one's difference of sides is a constant multiple of the other's
+(a positive multiple for inequalities); otherwise math_verify decides. A disagreement is final unless a branch (a root, a logarithm, an absolute value, a fractional or
 symbolic power) is involved, where sympy may assume positive letters: then it is left to math_verify too.
 """
 
