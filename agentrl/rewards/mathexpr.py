@@ -253,9 +253,9 @@ def _eval(node, env):
         return a / b
     if isinstance(b, complex) and b.imag == 0 and b.real == int(b.real) and abs(b.real) <= 64:
         b = int(b.real)
-    if isinstance(b, int) and isinstance(a, int):
+    if isinstance(b, int) and isinstance(a, int) and abs(b) <= 64 and abs(a) < 10**6:
         return a**b if b >= 0 else 1 / a**-b
-    return complex(a) ** b
+    return complex(a) ** complex(b)  # 2^{9^9} overflows here (and that point is skipped), never hangs
 
 
 def _names(node, out):
@@ -271,7 +271,7 @@ def _names(node, out):
 def read(text: str):
     """(tree, letters, branchy) for an expression this module reads, else None."""
     s = str(text).strip().strip("$").strip()
-    if not s or len(s) > MAX_LEN:
+    if not s or len(s) > MAX_LEN or sum(s.count(c) for c in "({[|") > 40:  # bounded depth
         return None
     try:
         p = _Parser(_tokens(s))
