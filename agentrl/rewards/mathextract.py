@@ -37,13 +37,26 @@ TAIL = 4000  # characters of the response that are read
 MAX_ANSWER = 300
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*")
-_MARKER = re.compile(r"(?:final\s+answer|the\s+answer|answer)\s*(?:is|:|=|\*\*:?|:\*\*)\s*:?\s*", re.I)
+# "The answer is", "Answer:", GSM8K's "####" and the same in other languages ("Réponse :", "答案是", "Ответ:").
+_MARKER = re.compile(
+    r"####\s*|(?:final\s+answer|the\s+answer|answer|final\s+choice|correct\s+(?:option|choice)|réponse(?:\s+finale)?|"
+    r"respuesta(?:\s+final)?|resposta|risposta|antwort|ответ|答案|最终答案|答|정답|答え)"
+    r"\s*(?:is|est|es|ist|è|é|是|为|為|は|:|：|=|\*\*:?|:\*\*)\s*:?\s*", re.I)
 _CHAT_TOKEN = re.compile(r"<\|(?:im_start|im_end|endoftext|eot_id|end_of_text|start_header_id|user|assistant)\|>")
 _NUMBER = re.compile(
+    r"(?<![\d:])\d{1,2}:\d{2}(?::\d{2})?(?:\s*[aApP]\.?\s?[mM]\b\.?)?(?![\d:])|"  # a time of day: 8:34 P.M.
     r"(?<![A-Za-z0-9_.])[-−]?\\?\$?\d+(?:,\d{3})*(?:,\d{1,2}(?![\d,]))?(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*/\s*\d+)?"
     r"(?:\s*(?:\\?%|percent\b|thousand\b|million\b|billion\b|trillion\b|[kKMB]\b))?"
     r"|[-−]?\\d?frac\{[^{}]*\}\{[^{}]*\}"
 )
+# "after 3 days", "d'ici 12 mois", "innerhalb von 6 Monaten": a duration that qualifies the answer, not the answer
+_DURATION = re.compile(
+    r"(?:\b(?:in|within|after|for|over|during|per|every|each|en|dans|après|pendant|d'ici|durante|después\s+de|"
+    r"por|cada|nach|innerhalb\s+von|für|pro|während|binnen)\s+)$", re.I)
+_DURATION_UNIT = re.compile(
+    r"\s*(?:seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|secondes?|heures?|jours?|semaines?|"
+    r"mois|ans|années?|segundos?|minutos?|horas?|días?|semanas?|meses|mes|años?|Sekunden|Minuten|Stunden|Tagen?|"
+    r"Wochen|Monaten?|Jahren?)\b", re.I)
 _YEAR = re.compile(r"(?:\b(?:in|since|by|of|from|until|during|year|FY|Q[1-4])\s+)$", re.I)
 _SENTENCE_END = re.compile(r"\n|(?<=[.!?])\s+(?=[A-Z])")
 _LIST_RESIDUE = re.compile(r"^[\s,;/|and&\-–.\[\](){}]*$", re.I)
@@ -53,8 +66,10 @@ _BROKEN = re.compile(r"(?<![\\$])\$(?!\$)[^$]*\n[^$]*?(?<!\\)\$|\\\(.*?\\\)", re
 _GAP_DROP = re.compile(r"\\text\s*\{[^{}]*\}|\\(?:quad|qquad|,|;|!|:)|\\[\[\]()]|\$|\b(?:and|or)\b|[\s,;.:&]")
 _LATEX_CMD = re.compile(r"\\[a-zA-Z]+")
 _WORD = re.compile(r"[a-zA-Z]{3,}")
-_WORDS2 = re.compile(r"(?<![A-Za-z\\_^{=])[a-zA-Z]{2,}(?![A-Za-z_^}=(])")  # "AB=4", "S_{ABC}": names, not words
+_WORDS2 = re.compile(r"(?<![A-Za-z0-9\\_^{=])[a-zA-Z]{2,}(?![A-Za-z_^}=(])")  # "AB=4", "S_{ABC}": names, not words
 _ENV_OR_TEXT = re.compile(r"\\(?:begin|end)\s*\{\w+\*?\}|\\(?:text|textbf|mathrm|mbox|operatorname)\s*\{[^{}]*\}")
+_OTHER_SCRIPT = re.compile(r"[^\W\d_A-Za-z\u0370-\u03ff]")  # letters of other scripts (Greek is mathematics)
+_ENV = re.compile(r"\\begin\{(\w+\*?)\}.*?\\end\{\1\}", re.S)
 _MATH_WORDS = {"sin", "cos", "tan", "log", "exp", "sqrt", "inf", "and", "infty", "frac", "cot", "sec", "csc", "or",
                "pi", "ln", "lg", "dx", "dy", "dt", "oo"}
 
@@ -123,7 +138,9 @@ def _after_marker(text: str) -> str | None:
 
 
 def _numbers(line: str) -> list[re.Match]:
-    return [m for m in _NUMBER.finditer(line) if not (_is_year(m) and _YEAR.search(line[: m.start()]))]
+    nums = [m for m in _NUMBER.finditer(line) if not (_is_year(m) and _YEAR.search(line[: m.start()]))]
+    kept = [m for m in nums if not (_DURATION.search(line[: m.start()]) and _DURATION_UNIT.match(line, m.end()))]
+    return kept or nums  # "in 3 days" alone is the answer
 
 
 def _is_year(m: re.Match) -> bool:
@@ -171,8 +188,10 @@ def _whole_line(text: str) -> str | None:
     nums = _NUMBER.findall(line)
     if words or (len(nums) >= 3 and _LIST_RESIDUE.match(_NUMBER.sub("", line))):
         return None
-    if re.search(r"[A-Za-z]\d|\d[A-Za-z]{2,}", line) and not _LATEX_CMD.search(line):
-        return None  # "AZYUK2A": a word with a digit in it
+    if re.search(r"[A-Za-z]\d|\d[A-Za-z]{4,}", line) and not _LATEX_CMD.search(line):
+        return None  # "AZYUK2A", "2apples": a word with a digit in it ("3ab" is a product)
+    if _OTHER_SCRIPT.search(line):
+        return None  # prose in another script ("计划的比例为13/28"): read for its last number instead
     return line
 
 
@@ -199,6 +218,8 @@ def prepare(text: str, prompt: str = "") -> str:
     if cut and text[: cut.start()].strip():
         text = text[: cut.start()]
     text = re.sub(r"\\\\(?=(?:boxed|frac|dfrac|left|right|le|ge|leq|geq|sqrt|text|pi|infty|cdot)\b)", r"\\", text)
+    if "\\begin" in text:  # a matrix written on several lines is one line of mathematics
+        text = _ENV.sub(lambda m: re.sub(r"\s*\n\s*", " ", m.group(0)), text)
     return text[-TAIL:]
 
 
@@ -235,3 +256,66 @@ def gold_answer(gold: str) -> str:
     if "$" in text or "\\(" in text or "\\[" in text or _MARKER.search(text) or "\n" in text.strip():
         return extract_final_answer(text) or text.strip()
     return text.strip()
+
+
+# Multiple choice. A gold that is an option letter, alone or with the option's text ("C", "(D) Alina",
+# "B. Paris", "Alina and the answer is\n(C) Cecile") makes the response's choice the answer: the letter it
+# gives (or the option's text). A letter inside mathematics, or followed by a prime, is no choice.
+_GOLD_CHOICE = re.compile(r"^\(?([A-J])\)?[.:]?$|^\(([A-J])\)\s*(\S.*)$|^([A-J])[.):]\s*(\S.*)$|^([A-J])\s+([A-Za-z0-9].*)$")
+_LETTER = r"\(?([A-J])\)?(?![A-Za-z0-9'’_^{(=\\])(?![ \t]*[-+*/^<>=\d])"  # not "C + 1", "E'", "D = 4"
+_OPENING_LETTER = re.compile(rf"^\s*[*_]*{_LETTER}")
+_ANY_LETTER = re.compile(rf"(?<![A-Za-z0-9\\{{_^'’]){_LETTER}")
+
+
+def gold_choice(gold: str) -> tuple[str, str | None] | None:
+    """(letter, option text or None) when the gold names an option of a multiple-choice question."""
+    from agentrl.rewards.mathnorm import _unwrap
+
+    text = str(gold).strip()
+    found = list(_MARKER.finditer(text))
+    if found:
+        text = text[found[-1].end():]
+    line = next((x for x in text.splitlines() if x.strip()), "")
+    line = _unwrap(line).replace("$", "").strip()
+    if "=" in line or len(line) > 200:
+        return None
+    m = _GOLD_CHOICE.match(line)
+    if not m:
+        return None
+    letter = next(g for g in (m.group(1), m.group(2), m.group(4), m.group(6)) if g)
+    option = next((g for g in (m.group(3), m.group(5), m.group(7)) if g), None)
+    return letter, option.strip().rstrip(".") if option else None
+
+
+def response_choice(response: str, answer: str | None) -> str | None:
+    """The option letter a response chooses: its extracted answer when that is a letter; else, in prose
+    without a box, the first letter after the last answer marker, a letter the response opens with, or the
+    last letter it names ("A" before a lowercase word is an article, "I" a pronoun)."""
+    from agentrl.rewards.mathnorm import _unwrap
+
+    if answer:
+        m = _OPENING_LETTER.match(_unwrap(answer).replace("$", ""))
+        if m:
+            return m.group(1)
+    text = prepare(response or "")
+    if not text.strip() or boxes(text):
+        return None
+    prose = _SPANS.sub(lambda m: " " * len(m.group(0)), text)
+    found = list(_MARKER.finditer(prose))
+    if found:
+        letters = _letters(prose[found[-1].end():])
+        if letters:
+            return letters[0]
+    m = _OPENING_LETTER.match(prose)
+    if m and not _article(prose, m) and m.group(1) != "I":
+        return m.group(1)
+    letters = _letters(prose)
+    return letters[-1] if letters else None
+
+
+def _article(text: str, m: re.Match) -> bool:
+    return m.group(1) == "A" and re.match(r"[ \t]+[a-z]", text[m.end():]) is not None
+
+
+def _letters(text: str) -> list[str]:
+    return [m.group(1) for m in _ANY_LETTER.finditer(text) if not _article(text, m) and m.group(1) != "I"]

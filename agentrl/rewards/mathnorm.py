@@ -25,13 +25,20 @@ MAX_EXP = 400  # 10**400 is fine; 10**(10**9) would hang
 
 _MAG = {"thousand": 3, "million": 6, "billion": 9, "trillion": 12, "mn": 6, "bn": 9, "k": 3, "m": 6, "b": 9, "t": 12}
 _CURRENCY = re.compile(r"(?:\\\$|\$|€|£|¥|₹|\b(?:usd|us dollars?|dollars?|euros?|eur|gbp|pounds?|yen|cents?)\b)", re.I)
-_LATEX_DROP = re.compile(r"\\left|\\right|\\[,;:! ]|\\quad|\\qquad|\\displaystyle|~")
-_TEXT = re.compile(r"\\(?:text|textbf|mathrm|mathbf|textit|operatorname|mbox)\s*\{([^{}]*)\}")
+_LATEX_DROP = re.compile(r"\\left|\\right|(?<!\\)\\[,;:! ]|\\quad|\\qquad|\\displaystyle|~")
+# Wrappers that change how a letter looks, not what it is: \mathcal{F} is the answer F.
+WRAPPERS = ("text|textbf|textit|textrm|textsf|texttt|textnormal|textup|emph|mbox|operatorname|mathrm|mathbf|mathit|"
+            "mathsf|mathtt|mathcal|mathscr|mathfrak|boldsymbol|bm")
+_TEXT = re.compile(rf"\\(?:{WRAPPERS})\s*\{{([^{{}}]*)\}}")
 _DEGREE = re.compile(r"\^\s*\{?\\circ\}?|°|\\degree")
 _NAME = r"[a-zA-Z](?:_\{?\w+\}?)?"
 _ASSIGN = re.compile(rf"^(?:{_NAME}|\(\s*{_NAME}(?:\s*,\s*{_NAME})+\s*\))\s*(?:=|\\approx|≈|\\in|∈)\s*(.+)$", re.S)
 _PERCENT = re.compile(r"\s*(?:%|percent|percentage|pct)$")
 _THIN_COMMA = re.compile(r"(?<=\d),\s*\\!\s*(?=\d)|\{,\}")
+_INDIAN = re.compile(r"^[-+]?\d{1,2}(?:,\d{2})+,\d{3}(?:\.\d+)?$")  # 12,34,567: lakh and crore grouping
+_CLOCK = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?\s*(?:([ap])\.?\s?m\.?)?$", re.I)
+_MATRIX = re.compile(r"^\(?\s*\\begin\{(pmatrix|bmatrix|Bmatrix|matrix|smallmatrix|array)\}(?:\{[lcr|]*\})?(.*)"
+                     r"\\end\{\1\}\s*\)?$", re.S)
 _APPROX = re.compile(r"\\approx|≈|\\simeq")
 _CHAIN_EQ = re.compile(r"(?<![<>!=\\])=(?!=)")
 _DEC_COMMA = re.compile(r"^([-+]?\d+),(\d{1,2}|\d{4,})$|^([-+]?0),(\d+)$")
@@ -47,6 +54,7 @@ _MIXED = re.compile(r"^(\d+)\s*(?:\s(\d+)\s*/\s*(\d+)|\\frac\s*\{(\d+)\}\s*\{(\d
 _MAGWORD = re.compile(r"^(.*?\d)\s*(thousand|million|billion|trillion|mn|bn)$", re.I)
 _MAGLETTER = re.compile(r"^(.*?\d)([kKmMbBtT])$")
 _UNIT = re.compile(r"^(.*?[\d}])\s+([a-zA-Z][a-zA-Z/^0-9. ]{0,30})$")
+_GLUED_UNIT = re.compile(r"^(.*?\d)([a-zA-Z]+\.?)$")  # 12days, 3.5km: only units this module knows
 def _unit_table() -> dict:
     table = {}
     for dim, base, units in (
@@ -54,17 +62,20 @@ def _unit_table() -> dict:
                        "centimeter": "1/100", "millimeter": "1/1000"}),
         ("mass", 1, {"mg": "1/1000", "g": 1, "kg": 1000, "gram": 1, "kilogram": 1000, "milligram": "1/1000"}),
         ("time", 1, {"s": 1, "sec": 1, "second": 1, "min": 60, "minute": 60, "h": 3600, "hr": 3600, "hour": 3600,
-                     "day": 86400, "week": 604800}),
+                     "day": 86400, "week": 604800, "secs": 1, "mins": 60, "hrs": 3600}),
         ("volume", 1, {"ml": "1/1000", "l": 1, "L": 1, "liter": 1, "litre": 1, "milliliter": "1/1000"}),
     ):
         for name, factor in units.items():
             table[name] = (dim, Fraction(factor) * base)
-            if len(name) > 3:
+            if len(name) > 3 or name == "day":
                 table[name + "s"] = table[name]  # plurals of the written-out names
     return table
 
 
 _UNITS = _unit_table()
+# Words that name a unit without a conversion here: written glued to a number, they are still a unit.
+_UNIT_WORDS = {"degree", "degrees", "deg", "year", "years", "month", "months", "yr", "yrs", "units", "unit", "rad",
+               "radians", "people", "students", "inches", "inch", "feet", "ft", "miles", "mph", "dollars", "cents"}
 _NOT_UNITS = {"x", "y", "z", "n", "a", "b", "c", "i", "j", "or", "and", "pi", "e"}
 _INF = {"\\infty": float("inf"), "∞": float("inf"), "inf": float("inf"), "infinity": float("inf"), "oo": float("inf")}
 
@@ -78,6 +89,7 @@ class Num:
     alt: Fraction | float | None = None
     ambiguous: bool = False  # read through a convention the writer may not have meant (a decimal comma)
     base: tuple | None = None  # (dimension, value in its base unit) when a known unit was written: 1.5 km = 1500 m
+    mark: str | None = None  # written beside the number: "percent", "scale" (million, M), "unit" or "clock"
 
 
 @dataclass(frozen=True)
@@ -92,7 +104,7 @@ def clean(text: str) -> str:
     """Strip LaTeX decoration, currency and a leading ``x =`` so only the answer is left."""
     s = str(text).strip()
     s = _THIN_COMMA.sub(",", s)
-    s = _TEXT.sub(r"\1", s)
+    s = _unwrap(s)
     s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac").replace("\\%", "%").replace("{,}", ",")
     s = s.replace("−", "-").replace("\\cdot", "*").replace("\\times", "*").replace("×", "*")
     s = s.replace("\\(", "").replace("\\)", "").replace("\\[", "").replace("\\]", "")
@@ -101,6 +113,7 @@ def clean(text: str) -> str:
     s = _CURRENCY.sub(" ", s)
     s = s.replace("$", " ").replace("**", "^") if "**" in s and "*10**" not in s.replace(" ", "") else s.replace("$", " ")
     s = re.sub(r"\s+", " ", s).strip().rstrip(".").strip()
+    s = re.sub(r"(?<=\d)\\+$", "", s)  # "185\\": a stray backslash
     m = _ASSIGN.match(s) if s.count("=") < 2 or not re.search(r"[,;]|\bor\b|\band\b", s) else None  # not "a = 1, b = 2"
     if m:
         s = m.group(1).strip()
@@ -109,6 +122,16 @@ def clean(text: str) -> str:
             s = _CHAIN_EQ.split(s)[-1].strip()
     while len(s) >= 2 and s[0] == "{" and s[-1] == "}" and _balanced(s[1:-1]) and "," not in s:
         s = s[1:-1].strip()
+    return s
+
+
+def _unwrap(s: str) -> str:
+    """``\\text{\\textbf{C}}`` is ``C``: wrappers inside wrappers too."""
+    for _ in range(4):
+        t = _TEXT.sub(r"\1", s)
+        if t == s:
+            break
+        s = t
     return s
 
 
@@ -145,7 +168,7 @@ def parse_scalar(s: str, decimal_comma: bool | None = None) -> Num | None:
         inner = parse_scalar(s[: pct.start()], decimal_comma)
         if inner is None or isinstance(inner.value, float):
             return None
-        return Num(inner.value / 100, None, inner.value, inner.ambiguous)
+        return Num(inner.value / 100, None, inner.value, inner.ambiguous, mark="percent")
     sign = -1 if low.startswith("-") else 1
     if low.lstrip("+-") in _INF:
         return Num(sign * _INF[low.lstrip("+-")])
@@ -154,7 +177,8 @@ def parse_scalar(s: str, decimal_comma: bool | None = None) -> Num | None:
         if m and (not letter or m.group(2) in "KMBTk" or m.group(2) == "m" and "$" in s):
             base = parse_scalar(m.group(1), decimal_comma)
             if base is not None and not isinstance(base.value, float):
-                return Num(base.value * _pow10(str(_MAG[m.group(2).lower()])), None, None, base.ambiguous)
+                return Num(base.value * _pow10(str(_MAG[m.group(2).lower()])), None, base.value, base.ambiguous,
+                           mark="scale")
     words = words_value(s) if s[0].isalpha() else None
     if words is not None:
         return Num(words)
@@ -172,6 +196,12 @@ def _parse_plain(s: str, decimal_comma: bool | None = None) -> Num | None:
             return Num(Fraction(t), _decimals(t), None, True)
     if _PLAIN.match(s):
         return Num(Fraction(s), _decimals(s))
+    if _INDIAN.match(s) and not decimal_comma:  # could be a list of numbers: a mismatch is not final
+        t = s.replace(",", "")
+        return Num(Fraction(t), _decimals(t), None, True)
+    m = _CLOCK.match(s)
+    if m:
+        return _clock(m)
     if (_THOUSANDS.match(s) and not decimal_comma) or _SPACED.match(s):
         t = s.replace(",", "").replace(" ", "")
         return Num(Fraction(t), _decimals(t))
@@ -196,14 +226,34 @@ def _parse_plain(s: str, decimal_comma: bool | None = None) -> Num | None:
         return Num(int(m.group(1)) + Fraction(a, b)) if b else None
     m = _UNIT.match(s)
     if m and m.group(2).split()[0].lower() not in _NOT_UNITS:
-        num = parse_scalar(m.group(1), decimal_comma)
-        unit = _UNITS.get(m.group(2).strip().rstrip(".")) or _UNITS.get(m.group(2).strip().rstrip(".").lower())
-        if num is None or unit is None or isinstance(num.value, float):
-            return num
-        return Num(num.value, num.decimals, num.alt, num.ambiguous, (unit[0], num.value * unit[1]))
+        return _with_unit(m.group(1), m.group(2), decimal_comma)
+    m = _GLUED_UNIT.match(s)
+    if m and (m.group(2).rstrip(".") in _UNITS or m.group(2).rstrip(".").lower() in _UNIT_WORDS):
+        return _with_unit(m.group(1), m.group(2), decimal_comma)
     if len(s) >= 2 and s[0] == "(" and s[-1] == ")" and _balanced(s[1:-1]) and "," not in s:
         return parse_scalar(s[1:-1], decimal_comma)
     return None
+
+
+def _with_unit(number: str, unit_text: str, decimal_comma: bool | None) -> Num | None:
+    num = parse_scalar(number, decimal_comma)
+    if num is None or isinstance(num.value, float) or num.mark is not None:
+        return num
+    name = unit_text.strip().rstrip(".")
+    unit = _UNITS.get(name) or _UNITS.get(name.lower())
+    base = (unit[0], num.value * unit[1]) if unit else None
+    return Num(num.value, num.decimals, num.alt, num.ambiguous, base, mark="unit")
+
+
+def _clock(m: re.Match) -> Num | None:
+    """20:34, 20:34:00 and 8:34 P.M. are one time of day (in seconds); "2:30" alone might be a ratio."""
+    h, mins, secs, half = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0), (m.group(4) or "").lower()
+    if mins > 59 or secs > 59 or h > (12 if half else 23) or (half and h == 0):
+        return None
+    if half:
+        h = h % 12 + (12 if half == "p" else 0)
+    seconds = Fraction(h * 3600 + mins * 60 + secs)
+    return Num(seconds, None, None, not (half or m.group(3)), ("clock", seconds), mark="clock")
 
 
 def split_top(s: str, seps: str = ",;") -> list[str]:
@@ -234,9 +284,14 @@ def parse_value(text: str, decimal_comma: bool | None = None) -> Num | Seq | Non
         return None
     if num is not None:
         return num
+    m = _MATRIX.match(s)
+    if m:
+        return _matrix(m.group(2))
     kind, body = _brackets(s)
+    if kind == "[]" and len(split_top(body)) == 1:  # [45 degrees]: one value in brackets is that value
+        return parse_value(body, decimal_comma)
     if kind is None:
-        body = re.sub(r"\s+(?:or|and)\s+", ",", s)
+        body = re.sub(r",?\s+(?:or|and)\s+", ",", s)  # "1, 2, and 3": an Oxford comma too
         if "," not in body and ";" not in body:
             return None
         kind = "list"
@@ -252,6 +307,23 @@ def parse_value(text: str, decimal_comma: bool | None = None) -> Num | Seq | Non
     return Seq(kind, tuple(items))
 
 
+def _matrix(body: str) -> Seq | None:
+    """A matrix of numbers; one row or one column is a vector, which equals the tuple of its entries."""
+    rows = [r for r in re.split(r"\\\\(?:\[[^\]]*\])?", body) if r.strip() and r.strip() != "\\hline"]
+    cells = [[c.strip() for c in r.split("&")] for r in rows]
+    if not cells or len({len(r) for r in cells}) != 1:
+        return None
+    values = []
+    for row in cells:
+        parsed = [parse_value(c, False) for c in row]
+        if any(v is None for v in parsed):
+            return None
+        values.append(tuple(parsed))
+    if len(values) == 1 or len(values[0]) == 1:
+        return Seq("vector", tuple(v for row in values for v in row))
+    return Seq("matrix", tuple(Seq("row", row) for row in values))
+
+
 def _brackets(s: str) -> tuple[str | None, str]:
     if s.startswith("\\{") and s.endswith("\\}"):
         return "set", s[2:-2]
@@ -261,12 +333,11 @@ def _brackets(s: str) -> tuple[str | None, str]:
 
 
 _KEY_DROP = re.compile(r"\\(?:left|right|displaystyle|[,;:! ]|quad|qquad)|\$|\s+|~")
-_KEY_TEXT = re.compile(r"\\(?:text|textbf|mathrm|mathbf|textit|operatorname|mbox)\s*\{([^{}]*)\}")
 
 
 def same_text_key(text: str) -> str:
     """A key under which two answers written the same way (up to spacing, ``$``, ``\\text{}``, ``\\left``,
     ``\\dfrac``, a final period, and the case of a word answer) are equal: "$\\text{Even}$" and "even"."""
-    s = _KEY_TEXT.sub(r"\1", str(text)).replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
+    s = _unwrap(str(text)).replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
     s = _KEY_DROP.sub("", s).rstrip(".")
     return s.lower() if s.isalpha() and len(s) > 1 else s
