@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["Family", "Turn", "FAMILIES", "detect_family", "family_for_parser", "template_limits", "read_model_folder"]
+__all__ = ["Family", "Turn", "FAMILIES", "detect_family", "family_for_parser", "model_family", "resolve_parser", "vllm_parser", "template_limits", "read_model_folder"]
 
 
 @dataclass(frozen=True)
@@ -415,6 +415,28 @@ def read_model_folder(path: str | Path) -> dict[str, Any]:
     if (folder / "chat_template.jinja").is_file():
         info["chat_template"], info["template_file"] = (folder / "chat_template.jinja").read_text(), "chat_template.jinja"
     return info
+
+
+def model_family(model_path: str | Path | None, tool_parser: str = "auto") -> tuple[Family, dict[str, Any]]:
+    """The family of a model folder (``tool_parser="auto"``) or of a named parser, and what the folder says."""
+    info = read_model_folder(model_path) if model_path and Path(model_path).is_dir() else {
+        "chat_template": None, "model_type": None, "special_tokens": [], "template_file": None}
+    if tool_parser != "auto":
+        return family_for_parser(tool_parser), info
+    return detect_family(info["chat_template"], info["model_type"]), info
+
+
+def resolve_parser(tool_parser: str, model_path: str | Path | None) -> str:
+    """``agent.tool_parser`` as a verl parser name: "auto" becomes the model folder's."""
+    return model_family(model_path, tool_parser)[0].parser
+
+
+# vLLM names some of these formats differently (``vllm serve --tool-call-parser``)
+_VLLM_PARSERS = {"gpt-oss": "openai", "glm": "glm45", "llama3_pythonic": "pythonic"}
+
+
+def vllm_parser(parser: str) -> str:
+    return _VLLM_PARSERS.get(parser, parser)
 
 
 def template_limits(chat_template: str | None, family: Family) -> dict[str, str]:

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from agentrl.errors import AgentrlError
+from agentrl.families import resolve_parser, vllm_parser
 from agentrl.workflow.models import checkpoint_dir, hf_model, is_run_dir, lora_meta
 from agentrl.workflow.show import Output
 
@@ -82,7 +83,7 @@ def export(run_dir: str, out_dir: str, *, step: int | None, out: Output, force: 
         if (run / "data" / name).is_file():
             data[name] = {"sha256": sha256(run / "data" / name),
                           "rows": sum(1 for line in (run / "data" / name).open() if line.strip())}
-    parser = (settings.get("agent") or {}).get("tool_parser", "hermes")
+    parser = vllm_parser(resolve_parser((settings.get("agent") or {}).get("tool_parser", "auto"), base))
     serve = f"vllm serve {dst} --served-model-name {settings.get('name', 'agentrl')} --enable-auto-tool-choice --tool-call-parser {parser}"
     info = {"run_dir": str(run.resolve()), "step": step, "checkpoint": str(ckpt), "lora_merged": lora, "base_model": base,
             "rewards": settings.get("rewards"), "tools": settings.get("tools"), "data": data,
