@@ -56,6 +56,7 @@ def _split_think(text: str) -> tuple[str, str]:
 # ---------------------------------------------------------------- tool-call markup, per format
 
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
+TOOL_CALL_BLOCK = _TOOL_CALL  # a <tool_call> block, closed or running to the end of the turn
 
 
 def _hermes_malformed(text: str) -> list[str]:
@@ -105,7 +106,7 @@ def _glm_malformed(text: str) -> list[str]:
 def llama_json_calls(text: str) -> list[dict] | None:
     """Llama 3.x JSON calls: ``{"name": ..., "parameters": {...}}`` (several joined by ``;``), optionally after
     ``<|python_tag|>``. None when the turn is not a call attempt; raises ValueError when it is one but broken."""
-    body = text.replace("<|python_tag|>", "").strip()
+    body = _LLAMA_ENDS.sub("", text).replace("<|python_tag|>", "").strip()
     if not body.startswith("{") or '"name"' not in body:
         return None
     calls, decoder, at = [], json.JSONDecoder(), 0
@@ -127,6 +128,7 @@ def llama_json_calls(text: str) -> list[dict] | None:
     return calls
 
 
+_LLAMA_ENDS = re.compile(r"<\|eot_id\|>|<\|eom_id\|>|<\|end_of_text\|>|<\|eot\|>|<\|end\|>")
 _PYTHONIC_START = re.compile(r"^\s*(?:<\|python_start\|>)?\s*\[\s*[A-Za-z_][\w.]*\s*\(")
 
 
@@ -134,7 +136,7 @@ def pythonic_calls(text: str) -> list[dict] | None:
     """Llama 3.2 / 4 pythonic calls: ``[add(a=1, b=2), multiply(a=3, b=4)]``. None when not a call attempt."""
     if not _PYTHONIC_START.match(text):
         return None
-    body = text.replace("<|python_start|>", "").replace("<|python_end|>", "").strip()
+    body = _LLAMA_ENDS.sub("", text).replace("<|python_start|>", "").replace("<|python_end|>", "").strip()
     try:
         tree = ast.parse(body, mode="eval").body
     except SyntaxError as exc:

@@ -27,8 +27,10 @@ from typing import Any
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
 from verl.experimental.agent_loop.tool_parser import ToolParser
 
-from agentrl import runlog
+from agentrl import families, runlog
 from agentrl.trajectory import make_item, make_sample, make_step, unwrap
+from agentrl.verl import parsers
+from agentrl.verl.builders import fit_builder
 from agentrl.worker import WorkerState
 
 _TOOL_BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
@@ -61,6 +63,7 @@ class _State:
     steps: list[dict] = field(default_factory=list)
     versions: dict[str, Any] = field(default_factory=dict)
     tool_calls: int = 0
+    ids_given: int = 0  # tool-call ids handed out (runs, refusals, malformed calls)
     user_turns: int = 0
     stop_reason: str = "answered"
     model_seconds: float = 0.0
@@ -76,7 +79,12 @@ class AgentrlAgentLoop(AgentLoopBase):
         self.state = WorkerState.for_file(str(self.config.agentrl.spec))
         self.agent = self.state.spec.agent
         self.response_length = int(self.rollout_config.response_length)
-        self.parser = ToolParser.get_tool_parser(self.agent.tool_parser, self.tokenizer)
+        # the model's own format: from its chat template and config.json's model_type, unless the config names a parser
+        self.family = (families.detect_family(self.tokenizer.chat_template, kwargs.get("hf_model_type"))
+                       if self.agent.tool_parser == "auto" else families.family_for_parser(self.agent.tool_parser))
+        self.parser = ToolParser.get_tool_parser(self.family.parser, self.tokenizer)
+        fit_builder(self.continuous_token_builder, self.family)
+        self.special_tokens = tuple(sorted(set(self.tokenizer.all_special_tokens), key=len, reverse=True))
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         started, wall_started = time.perf_counter(), time.time()
@@ -105,7 +113,7 @@ class AgentrlAgentLoop(AgentLoopBase):
         messages = st.messages
         if messages[-1].get("role") != "assistant" and steps[-1]["response"]:
             messages.append({"role": "assistant", "content": steps[-1]["response"]})
-        sample = make_sample(rollout_id, steps, messages=messages)
+        sample = make_sample(rollout_id, steps, messages=messages, reasoning=steps[-1].get("reasoning", ""))
         reward_started = time.perf_counter()
         score, components, passed = None, {}, {}
         if unscorable is None:
@@ -159,6 +167,7 @@ class AgentrlAgentLoop(AgentLoopBase):
     async def _converse(self, st: _State, session: Any, has_tools: bool, item: Any,
                         sampling_params: dict[str, Any], request_id: str) -> None:
         schemas = await session.tool_schemas() or None
+        parser_tools = parsers.tool_schemas(schemas)  # qwen3_coder types arguments from them
         st.runtime_ids = await self.ct_build_initial_tokens(st.messages, tools=schemas)
         st.prompt_len = len(st.runtime_ids)
         user = self.state.simulated_user()
@@ -168,15 +177,19 @@ class AgentrlAgentLoop(AgentLoopBase):
                 st.stop_reason = "response_budget"
                 return
             token_ids = await self._generate(st, sampling_params, request_id, room)
-            text = self.tokenizer.decode(token_ids, skip_special_tokens=True)
-            _, calls = await self.parser.extract_tool_calls(token_ids, None)
-            step = make_step(text)
+            raw = self.tokenizer.decode(token_ids, skip_special_tokens=False)
+            _, calls = await self.parser.extract_tool_calls(token_ids, parser_tools)
+            # the visible answer apart from reasoning and call markup (rewards read it; reasoning is kept beside)
+            turn_text = self.family.split(raw, self.special_tokens)
+            step = make_step(turn_text.answer)
+            if turn_text.reasoning:
+                step["reasoning"] = turn_text.reasoning
             st.steps.append(step)
-            # the parser's content keeps special tokens (<|im_end|>); the message gets the visible text
-            assistant: dict[str, Any] = {"role": "assistant", "content": _TOOL_BLOCK.sub("", text).strip()}
-            results = _malformed_calls(text)
+            assistant: dict[str, Any] = {"role": "assistant", "content": turn_text.answer}
+            results = [self._error(st, "(unparsed)", self.family.malformed_message(why))
+                       for why in self.family.malformed(raw)]
             if not calls and not results:  # a plain answer: done, unless a simulated user replies
-                st.messages.append({"role": "assistant", "content": text})
+                st.messages.append({"role": "assistant", "content": turn_text.answer})
                 reply = await user.next_message(st.messages, dict(item.metadata)) if user else None
                 if reply is None:
                     return
@@ -185,12 +198,13 @@ class AgentrlAgentLoop(AgentLoopBase):
                 if not await self._append(st, [{"role": "user", "content": reply}], schemas):
                     return
                 continue
-            results += await self._run_tools(st, step, assistant, calls, session, has_tools)
+            results += await self._run_tools(st, step, assistant, calls, session, has_tools, unparsed=results)
             step["tool_results"] = results
             if turn == self.agent.max_turns - 1:
                 st.stop_reason = "turn_budget"
                 return
-            tool_messages = [{"role": "tool", "content": r["content"], "tool_call_id": r["id"]} for r in results]
+            tool_messages = [{"role": "tool", "content": r["content"], "tool_call_id": r["id"], "name": r["name"]}
+                             for r in results]
             if not await self._append(st, tool_messages, schemas):
                 return
         st.stop_reason = "turn_budget"
@@ -222,22 +236,26 @@ class AgentrlAgentLoop(AgentLoopBase):
         return list(out.token_ids)
 
     async def _run_tools(self, st: _State, step: dict, assistant: dict, calls: list, session: Any,
-                         has_tools: bool) -> list[dict]:
+                         has_tools: bool, unparsed: list[dict]) -> list[dict]:
         """Run this turn's calls within the budgets; refused calls get an error result the model can read."""
         from agentrl.tools import ToolCall
 
         budget = self.agent.max_tool_calls - st.tool_calls
-        now = max(0, min(budget, self.agent.max_parallel_calls))
-        refused = [{"id": f"refused{n}", "name": c.name, "is_error": True,
-                    "content": "error: tool call not run: " + ("the tool-call budget of this rollout is used up; "
-                               "answer now" if budget <= 0 else "too many calls in one turn")}
-                   for n, c in enumerate(calls[now:])]
-        tool_calls = [ToolCall(id=f"c{st.tool_calls + i}", name=c.name, arguments=_as_args(c.arguments))
-                      for i, c in enumerate(calls[:now])]
+        per_turn = 1 if self.family.one_call_per_turn else self.agent.max_parallel_calls
+        now = max(0, min(budget, per_turn))
+        tool_calls = [ToolCall(id=self._next_id(st), name=c.name, arguments=_as_args(c.arguments)) for c in calls[:now]]
+        refused = [self._error(st, c.name, "error: tool call not run: " + (
+            "the tool-call budget of this rollout is used up; answer now" if budget <= 0 else
+            "this model's chat template takes one tool call per turn; make the next call in your next turn"
+            if self.family.one_call_per_turn else "too many calls in one turn")) for c in calls[now:]]
         st.tool_calls += len(tool_calls)
         step["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in tool_calls]
         assistant["tool_calls"] = [{"type": "function", "id": c.id, "function": {"name": c.name, "arguments": c.arguments}}
                                    for c in tool_calls]
+        # a call that did not parse stays in the conversation as the attempt its error result answers (templates
+        # such as gpt-oss's refuse a tool message no call precedes)
+        assistant["tool_calls"] += [{"type": "function", "id": r["id"], "function": {"name": r["name"], "arguments": {}}}
+                                    for r in unparsed]
         st.messages.append(assistant)
         started = time.perf_counter()
         if tool_calls and has_tools:
@@ -247,6 +265,14 @@ class AgentrlAgentLoop(AgentLoopBase):
                         "content": "error: no tools are configured for this run"} for c in tool_calls]
         st.tool_seconds += time.perf_counter() - started
         return results + refused
+
+    def _next_id(self, st: _State) -> str:
+        st.ids_given += 1
+        return self.family.call_id(st.ids_given - 1, uuid.uuid4().hex if self.family.call_id_length else "")
+
+    def _error(self, st: _State, name: str, message: str) -> dict:
+        """An error result the model reads in place of a call that did not run."""
+        return {"id": self._next_id(st), "name": name, "is_error": True, "content": message}
 
     async def _append(self, st: _State, new_messages: list[dict], schemas: list | None) -> bool:
         """Append tool or user messages as template tokens (mask 0); False when the budget is spent."""

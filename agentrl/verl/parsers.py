@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from verl.experimental.agent_loop.tool_parser import FunctionCall, ToolParser
+from verl.experimental.agent_loop.tool_parser import FunctionCall, GLMToolParser, Qwen3XMLToolParser, ToolParser
 
 from agentrl import families
 
@@ -72,6 +72,29 @@ class GptOssToolParser(_TextParser):
         # <|call|> ends a tool call; gpt-oss's generation_config lists only <|return|> and <|endoftext|>
         token_id = self.tokenizer.convert_tokens_to_ids("<|call|>")
         return [token_id] if isinstance(token_id, int) and token_id >= 0 and token_id != self.tokenizer.unk_token_id else []
+
+
+class _StrictBlocks:
+    """verl's XML parsers take what they can from a broken block (``add`` with no arguments); a block
+    ``agentrl.families`` finds malformed is removed first, so it is reported to the model and not run."""
+
+    family: families.Family
+
+    async def extract_tool_calls(self, responses_ids: list[int], tools: Any = None) -> tuple[str, list[FunctionCall]]:
+        text = self.tokenizer.decode(responses_ids, skip_special_tokens=False)
+        if self.family.malformed(text):
+            text = families.TOOL_CALL_BLOCK.sub(lambda m: m.group(0) if not self.family.malformed(m.group(0)) else "", text)
+        return await super().extract_tool_calls(self.tokenizer.encode(text, add_special_tokens=False), tools)
+
+
+@ToolParser.register("qwen3_coder")
+class StrictQwen3CoderToolParser(_StrictBlocks, Qwen3XMLToolParser):
+    family = families.QWEN3_CODER
+
+
+@ToolParser.register("glm")
+class StrictGLMToolParser(_StrictBlocks, GLMToolParser):
+    family = families.GLM45
 
 
 def tool_schemas(schemas: list[dict] | None) -> list | None:
