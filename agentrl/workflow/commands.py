@@ -89,6 +89,11 @@ def _show_check(result: dict, out: Output) -> None:
     out.table("metadata", ["key", "rows", "distinct", "top values"],
               [[k, m["rows"], m["distinct"], ", ".join(f"{v} ×{n}" for v, n in list(m["values"].items())[:5])]
                for k, m in s["metadata"].items()])
+    if "model_format" in s:
+        f = s["model_format"]
+        out.line(f"model format: {f['family']} (parser {f['parser']}, from the {f['chosen']}"
+                 + (f" in {f['template']}" if f["template"] and f["chosen"] == "chat template" else "")
+                 + f"); final_answer: {f['final_answer'] or 'the last turn with special tokens removed'}")
     if "prompt_tokens" in s:
         t = s["prompt_tokens"]
         out.line(f"prompt tokens{' (with tool schemas)' if t['with_tool_schemas'] else ''}: min {t['min']}, "

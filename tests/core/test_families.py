@@ -136,3 +136,41 @@ def test_template_limits_name_what_the_config_asks_for():
     assert "simulated_user" in template_limits(template("mistral-nemo"), detect_family(template("mistral-nemo")))
     assert template_limits(template("qwen2.5"), detect_family(template("qwen2.5"))) == {}
     assert "tools" in template_limits("{{ messages }}", families.HERMES)
+
+
+def _model_folder(path: Path, fixture: str) -> Path:
+    from agentrl.demo.tokenizer import train_family_tokenizer
+
+    data = FAMILY_DATA[fixture]
+    train_family_tokenizer(["What is 2 + 2? The answer is 4."] * 20, data, template(fixture)).save_pretrained(path)
+    (path / "config.json").write_text(json.dumps({"model_type": data["model_type"]}))
+    return path
+
+
+@pytest.mark.parametrize("fixture,agent,family,warned", [
+    ("llama3.1", {}, "llama3", "one tool call per assistant turn"),
+    ("mistral-nemo", {"max_parallel_calls": 1, "simulated_user": {"model": "openai/gpt-4o-mini"}}, "mistral",
+     "alternate"),
+    ("qwen3-coder", {}, "qwen3-coder", None),
+])
+def test_data_check_reports_the_models_format_and_what_its_template_cannot_express(tmp_path, capsys, fixture, agent,
+                                                                                   family, warned):
+    import yaml
+
+    from agentrl.cli import main
+
+    model = _model_folder(tmp_path / "model", fixture)
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"id": "a", "messages": [{"role": "user", "content": "What is 2 + 2?"}],
+                                "metadata": {"expected_answer": "4"}}) + "\n")
+    config = tmp_path / "train.yaml"
+    config.write_text(yaml.safe_dump({"agentrl": {"model": str(model), "train_data": str(rows), "tools": ["calculator"],
+                                                  "rewards": [{"name": "math"}], "agent": agent}}))
+    assert main(["data", "check", "--config", str(config), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    fmt = result["summary"]["model_format"]
+    assert fmt["family"] == family and fmt["chosen"] == "chat template" and fmt["model_type"] == FAMILY_DATA[fixture]["model_type"]
+    template_warnings = [w["problem"] for w in result["warnings"] if w["where"].startswith(str(model))]
+    assert (any(warned in w for w in template_warnings) if warned else template_warnings == [])
+    assert main(["data", "check", "--config", str(config)]) == 0
+    assert f"model format: {family} (parser {fmt['parser']}, from the chat template" in capsys.readouterr().out
