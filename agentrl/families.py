@@ -2,7 +2,7 @@
 
     family = detect_family("Qwen/Qwen3-8B")                     # reads chat template, tokenizer, config.json
     family.name, family.parser                                   # "qwen3", "hermes"
-    family.split('<think>add them</think>The answer is 5.')      # Turn(answer="The answer is 5.", reasoning="add them")
+    family.split('<think>add them</think>The answer is 5.')      # TurnText(answer="The answer is 5.", reasoning="add them")
     family.malformed('<tool_call>{"name": "add", "arguments": {"a": 1,}}</tool_call>')   # ["...not valid JSON..."]
 
 A model is trained and evaluated with its own tool-call format. The format is chosen from the chat template
@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["Family", "Turn", "FAMILIES", "detect_family", "family_for_parser", "model_family", "resolve_parser", "vllm_parser", "template_limits", "read_model_folder"]
+__all__ = ["Family", "TurnText", "FAMILIES", "detect_family", "family_for_parser", "model_family", "resolve_parser", "vllm_parser", "template_limits", "read_model_folder"]
 
 
 @dataclass(frozen=True)
-class Turn:
+class TurnText:
     """One assistant turn taken apart: what the user sees, the reasoning, and the raw text (specials kept)."""
 
     answer: str
@@ -281,7 +281,7 @@ class Family:
     alternating: bool = False  # user/assistant must alternate (tool messages aside)
     note: str = ""  # what the README says of this family's final_answer
 
-    def split(self, text: str, special_tokens: tuple[str, ...] = ()) -> Turn:
+    def split(self, text: str, special_tokens: tuple[str, ...] = ()) -> TurnText:
         """The visible answer and the reasoning of a turn decoded with special tokens kept."""
         if self.reasoning == "harmony":
             answer, reasoning = _split_harmony(text)
@@ -291,7 +291,7 @@ class Family:
         for token in special_tokens:
             answer = answer.replace(token, "")
             reasoning = reasoning.replace(token, "")
-        return Turn(answer=answer.strip(), reasoning=reasoning.strip())
+        return TurnText(answer=answer.strip(), reasoning=reasoning.strip())
 
     def malformed(self, text: str) -> list[str]:
         """Why each call the model attempted in this format does not parse (empty: none broken)."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from agentrl.config import AgentrlSettings, flatten
 from agentrl.families import resolve_parser
+from agentrl.rundir import RunDir
 
 # What verl needs to run on a machine with no GPU (each line is an obstacle met and passed):
 CPU_DEFAULTS: dict[str, Any] = {
@@ -172,5 +173,5 @@ def child_env(run_dir: Path, attempt: int, overrides: dict[str, Any]) -> dict[st
     env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     env.setdefault("RAY_DEDUP_LOGS", "0")
     env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    env["VERL_FILE_LOGGER_PATH"] = str(run_dir / "logs" / f"verl_metrics.{attempt}.jsonl")
+    env["VERL_FILE_LOGGER_PATH"] = str(RunDir(run_dir).verl_metrics(attempt))
     return env

@@ -101,7 +101,7 @@ def test_gpt_oss_broken_arguments_are_reported_not_passed_as_text():
 ])
 def test_visible_answer_keeps_reasoning_and_channels_apart(family, turn, answer, reasoning):
     specials = ("<|im_end|>", "<|user|>", "<|return|>", "</s>")
-    assert families.FAMILIES[family].split(turn, specials) == families.Turn(answer, reasoning)
+    assert families.FAMILIES[family].split(turn, specials) == families.TurnText(answer, reasoning)
 
 
 @pytest.mark.parametrize("family,good,broken", [
