@@ -3,7 +3,7 @@
     ToolParser.get_tool_parser("llama3_json", tokenizer)      # {"name": ..., "parameters": {...}}
     ToolParser.get_tool_parser("llama3_pythonic", tokenizer)  # [add(a=1, b=2)]
     ToolParser.get_tool_parser("mistral", tokenizer)          # [TOOL_CALLS][{...}]  or  [TOOL_CALLS]add[ARGS]{...}
-    ToolParser.get_tool_parser("gpt-oss", tokenizer)          # harmony, both forms (replaces verl's)
+    ToolParser.get_tool_parser("gpt-oss", tokenizer)          # harmony, every form (replaces verl's)
 
 verl's own ``gpt-oss`` parser only finds calls whose recipient sits in the channel after an analysis message
 (``<|start|>assistant<|channel|>commentary to=functions.X â€¦``). gpt-oss's chat template renders the recipient in
@@ -11,6 +11,10 @@ the role header (``<|start|>assistant to=functions.X<|channel|>commentary jsonâ€
 directly, with no analysis first (the generation prompt already holds ``<|start|>assistant``). The parser here
 reads every harmony message of the turn, so all three forms parse, and a call whose arguments are not JSON is
 left out (``agentrl.families`` reports it to the model) instead of reaching the tool as a raw string.
+
+verl's ``qwen3_coder`` and ``glm`` parsers are kept, with one change: a ``<tool_call>`` block that
+``agentrl.families`` finds malformed is removed before they parse, so a half-written call is reported to the model
+rather than run with whatever arguments could be salvaged.
 
 The format logic lives in :mod:`agentrl.families` (verl-free); these classes only decode and adapt.
 """
