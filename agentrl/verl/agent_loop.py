@@ -35,6 +35,22 @@ from agentrl.worker import WorkerState
 _VERSION_KEYS = ("global_steps", "min_global_steps", "max_global_steps")
 
 
+class TemplateRefused(AgentrlError):
+    """The chat template would not render what the agent appends; the message has the template's own words."""
+
+    def __init__(self, tokenizer: Any, appended: list[dict], messages: list[dict], tools: Optional[list],
+                 exc: Exception) -> None:
+        try:
+            tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
+            said = "it renders the conversation itself; the Continuous Token builder's render of the appended part failed"
+        except Exception as real:
+            said = f"{type(real).__name__}: {real}"
+        roles = ", ".join(str(m.get("role")) for m in appended)
+        super().__init__(f"the model's chat template refused to append {roles} message(s): {said} (verl: {exc}). "
+                         "If the template needs a form agentrl does not write, set agent.tool_parser to the model's "
+                         "format or fix the template; `agentrl data check --config` shows what it found")
+
+
 class LoopConfigError(AgentrlError):
     """``default_agent_loop=agentrl`` without the agentrl settings it needs; the message names the key."""
 
@@ -178,8 +194,11 @@ class TokenPolicy:
         return Turn(text, calls, loop.tokenizer.decode(token_ids, skip_special_tokens=False))
 
     async def extend(self, previous: list[dict], messages: list[dict], tools: Optional[list]) -> bool:
-        merged, mask, logprobs = await self.loop.ct_merge_context_msg(
-            previous, messages, self.runtime_ids, self.mask, self.logprobs or None, tools=tools)
+        try:
+            merged, mask, logprobs = await self.loop.ct_merge_context_msg(
+                previous, messages, self.runtime_ids, self.mask, self.logprobs or None, tools=tools)
+        except Exception as exc:  # verl's wrapper re-renders after a template error and hides the real message
+            raise TemplateRefused(self.loop.tokenizer, messages[len(previous):], messages, tools, exc) from exc
         if len(mask) >= self.loop.response_length:
             return False
         self.runtime_ids, self.mask, self.logprobs = merged.token_ids, mask, logprobs or []

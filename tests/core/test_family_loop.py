@@ -158,3 +158,12 @@ def test_an_explicit_parser_overrides_the_template(tmp_path):
     loop, _, record, _ = run_family(tmp_path, "qwen2.5", [CASES["qwen3-coder"][0], "The answer is 85."],
                                     tool_parser="qwen3_coder")
     assert loop.family is families.QWEN3_CODER and record["trajectory"][0]["tool_calls"][0]["arguments"] == {"a": 37, "b": 48}
+
+
+def test_a_template_that_refuses_the_conversation_says_why_in_its_own_words(tmp_path):
+    """Mistral's template with the hermes format forced: "c0" is no 9-character id. verl's wrapper would
+    report a TypeError about list concatenation; the error names the template's own complaint."""
+    from agentrl.verl.agent_loop import TemplateRefused
+
+    with pytest.raises(TemplateRefused, match="Tool call IDs should be alphanumeric strings with length 9"):
+        run_family(tmp_path, "mistral-nemo", [CASES["qwen2.5"][0], "The answer is 85."], tool_parser="hermes")
