@@ -167,3 +167,13 @@ def test_a_template_that_refuses_the_conversation_says_why_in_its_own_words(tmp_
 
     with pytest.raises(TemplateRefused, match="Tool call IDs should be alphanumeric strings with length 9"):
         run_family(tmp_path, "mistral-nemo", [CASES["qwen2.5"][0], "The answer is 85."], tool_parser="hermes")
+
+
+def test_llama_pythonic_calls_through_the_loop(tmp_path):
+    """Llama 3.2's published template, with the pythonic format named in the config (its documented
+    alternative to JSON): the call list runs, typed by Python's literal syntax."""
+    _, out, record, _ = run_family(tmp_path, "llama3.2", ["[add(a=37, b=48)]", "The answer is 85."],
+                                   tool_parser="llama3_pythonic")
+    call = record["trajectory"][0]["tool_calls"][0]
+    assert (call["name"], call["arguments"]) == ("add", {"a": 37, "b": 48})
+    assert record["trajectory"][0]["tool_results"][0]["content"].strip() == "85" and out.reward_score == 1.0
