@@ -1,7 +1,9 @@
 """verl's side of the agent loop: the episode (:mod:`agentrl.episode`) on verl's token stream.
 
 verl instantiates ``AgentrlAgentLoop`` per rollout and calls ``run`` with the dataset row's columns:
-1. the row comes back from ``extra_info.agentrl_row`` (what ``agentrl train`` writes);
+1. the row comes back from ``extra_info.agentrl_row`` (what ``agentrl train`` writes), or is read from verl's
+   own columns (``prompt``, ``data_source``, ``reward_model.ground_truth``, ``extra_info``: ``agentrl.verl.rows``);
+   the settings are the spec ``agentrl train`` wrote (``agentrl.spec``) or ``+agentrl.*`` keys (``worker_state``);
 2. :class:`agentrl.episode.Episode` plays it (turns, MCP tools, simulated user, rewards, rollouts.jsonl)
    against a :class:`TokenPolicy`: each assistant turn is generated token-in/token-out by the rollout
    server, and verl's Continuous Token builder appends the tokens, so generated ids are never re-encoded

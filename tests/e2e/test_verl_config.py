@@ -41,9 +41,13 @@ def verl_rows(tmp_path_factory):
     rows = [json.loads(line) for line in Path(paths["train_path"]).read_text().splitlines()[:4]]
 
     def verl_row(n: int, row: dict, split: str) -> dict:
+        # extra_info carries what agentrl's rows keep in metadata: the tools a question may use (the demo
+        # model learnt the calculator's add/subtract/multiply only) and the one it should use (tool_use reads it)
+        meta = row["metadata"]
         return {"prompt": row["messages"], "data_source": "demo/calc", "ability": "math",
-                "reward_model": {"style": "rule", "ground_truth": row["metadata"]["expected_answer"]},
-                "extra_info": {"split": split, "index": n}}
+                "reward_model": {"style": "rule", "ground_truth": meta["expected_answer"]},
+                "extra_info": {"split": split, "index": n, "allowed_tools": meta["allowed_tools"],
+                               "expected_tools": meta["expected_tools"]}}
 
     pq.write_table(pa.Table.from_pylist([verl_row(n, r, "train") for n, r in enumerate(rows[:2])]),
                    root / "train.parquet")
@@ -116,6 +120,7 @@ def test_verl_runs_agentrl_loop_and_calculator_from_hydra_keys_alone(verl_rows, 
     val = [r for r in rollouts if r["validation"]]
     assert len(train) == 8 and len(val) == 2, [(r["step"], r["validation"]) for r in rollouts]
     assert all(r["unscorable"] is None and set(r["components"]) == {"math", "tool_use"} for r in rollouts)
+    assert all(r["components"]["tool_use"] is not None for r in rollouts)  # extra_info reached item.metadata
     # verl's row became agentrl's: its ground truth is the reference answer the math preset read
     assert {r["prompt_id"] for r in train} == {"demo/calc:0", "demo/calc:1"}
     calls = [(c, res) for r in rollouts for s in r["trajectory"]

@@ -14,9 +14,14 @@ import sys
 
 from agentrl.verl.args import CPU_DEFAULTS, to_cli
 
+# what `agentrl train` sets for every run and a plain verl run on the CPU needs too: one logical GPU holds
+# the whole rollout (verl's default tensor parallelism is 2)
+PLAIN_VERL = {"actor_rollout_ref.rollout.tensor_model_parallel_size": 1}
+
 
 def main(argv: list[str] | None = None) -> int:
-    print("\n".join(to_cli(CPU_DEFAULTS)) if "--lines" in (argv or sys.argv[1:]) else " ".join(to_cli(CPU_DEFAULTS)))
+    keys = to_cli({**CPU_DEFAULTS, **PLAIN_VERL})
+    print("\n".join(keys) if "--lines" in (argv if argv is not None else sys.argv[1:]) else " ".join(keys))
     return 0
 
 
