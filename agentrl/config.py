@@ -48,7 +48,8 @@ class AgentSettings(BaseModel):
     max_tool_calls: int = Field(8, ge=0, description="tool calls per rollout, all turns together")
     max_parallel_calls: int = Field(4, ge=1, description="tool calls run concurrently in one turn")
     max_tool_result_chars: int = Field(4000, ge=16, description="longer tool results are truncated with a marker")
-    tool_parser: str = Field("hermes", description="verl tool-call parser: hermes, qwen3_coder, glm, ...")
+    tool_parser: str = Field("auto", description="tool-call format: auto (from the model's chat template), or a verl "
+                             "parser: hermes, qwen3_coder, glm, gpt-oss, llama3_json, llama3_pythonic, mistral, ...")
     simulated_user: Optional[dict[str, Any]] = Field(
         None, description="an LLM plays the user: {model, max_turns, api_base, api_key_env}; goal from metadata.user_goal")
 

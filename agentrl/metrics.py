@@ -22,26 +22,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, TextIO
 
+from agentrl.rundir import RunDir
 from agentrl.runlog import read_jsonl
-
-# metrics.jsonl name <- verl metric name
-VERL_KEYS = {
-    "response_length": "response_length/mean",
-    "kl": "actor/ppo_kl",
-    "kl_loss": "actor/kl_loss",
-    "advantages_mean": "critic/advantages/mean",
-    "advantages_max": "critic/advantages/max",
-    "advantages_min": "critic/advantages/min",
-    "loss": "actor/loss",
-    "pg_loss": "actor/pg_loss",
-    "entropy": "actor/entropy",
-    "grad_norm": "actor/grad_norm",
-    "learning_rate": "actor/lr",
-    "step_time": "timing_s/step",
-    "generation_time": "timing_s/gen",
-    "update_time": "timing_s/update_actor",
-    "verl_score_mean": "critic/score/mean",
-}
+from agentrl.verl.metric_names import SCORE_MEAN, TRAINING_PREFIXES, VALIDATION_PREFIX, VERL_KEYS
 
 
 def _finite(x: Any) -> float | None:
@@ -74,7 +57,7 @@ def rollout_summary(rollouts: list[dict]) -> dict[str, Any]:
 
 
 def last_complete_checkpoint(run_dir: Path) -> dict | None:
-    path = Path(run_dir) / "checkpoint_status.json"
+    path = RunDir(run_dir).checkpoint_status
     if not path.exists():
         return None
     try:
@@ -92,7 +75,7 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def check_checkpoint(run_dir: Path) -> dict | None:
     """Record verl's newest checkpoint once it is complete (verl writes the tracker file last)."""
-    ckpt_root = Path(run_dir) / "checkpoints"
+    ckpt_root = RunDir(run_dir).checkpoints
     tracker = ckpt_root / "latest_checkpointed_iteration.txt"
     if not tracker.exists():
         return None
@@ -118,7 +101,7 @@ def check_checkpoint(run_dir: Path) -> dict | None:
         return None
     status = {"complete": True, "step": step, "path": str(folder), "hf_model": str(hf),
               "saved_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    _write_atomic(Path(run_dir) / "checkpoint_status.json", json.dumps(status, indent=2))
+    _write_atomic(RunDir(run_dir).checkpoint_status, json.dumps(status, indent=2))
     return status
 
 
@@ -166,7 +149,7 @@ def rewind(run_dir: Path, step: int, attempt: int) -> int:
     The files are streamed, a line at a time: a long run's rollouts.jsonl (gigabytes) costs a resume one
     read, and memory for one line."""
     moved = 0
-    for name in ("metrics.jsonl", "rollouts.jsonl"):
+    for name in (RunDir.METRICS, RunDir.ROLLOUTS):
         path = Path(run_dir) / name
         if not path.exists():
             continue
@@ -199,10 +182,10 @@ def _recover_lost_steps(run_dir: Path, step: int) -> None:
     leaves a checkpointed step with rollouts but no metrics line. Write that line from its rollouts
     (``"recovered": true``, without verl's own metrics) so the curve has no hole. Only the rollouts of
     such steps are parsed."""
-    metrics, _ = read_jsonl(run_dir / "metrics.jsonl")
+    metrics, _ = read_jsonl(RunDir(run_dir).metrics)
     have = {m.get("step") for m in metrics if not m.get("validation")}
     by_step: dict[int, list[dict]] = defaultdict(list)
-    path = run_dir / "rollouts.jsonl"
+    path = RunDir(run_dir).rollouts
     if path.exists():
         with path.open("rb") as fh:
             for line in fh:
@@ -220,7 +203,7 @@ def _recover_lost_steps(run_dir: Path, step: int) -> None:
     for n in lost:
         metrics.append({"step": n, "validation": False, "recovered": True, **rollout_summary(by_step[n])})
     metrics.sort(key=lambda m: (m.get("step") if isinstance(m.get("step"), int) else -1, bool(m.get("validation"))))
-    _write_atomic(run_dir / "metrics.jsonl", "".join(json.dumps(m) + "\n" for m in metrics))
+    _write_atomic(RunDir(run_dir).metrics, "".join(json.dumps(m) + "\n" for m in metrics))
 
 
 def _fmt(value: Any) -> str:
@@ -234,9 +217,9 @@ class Watcher:
     def __init__(self, run_dir: Path, attempt: int, total_steps: int, out: TextIO = sys.stdout,
                  start_step: int = 0) -> None:
         self.run_dir = Path(run_dir)
-        self.verl_file = self.run_dir / "logs" / f"verl_metrics.{attempt}.jsonl"
-        self.rollouts_file = self.run_dir / "rollouts.jsonl"
-        self.metrics_file = self.run_dir / "metrics.jsonl"
+        self.verl_file = RunDir(self.run_dir).verl_metrics(attempt)
+        self.rollouts_file = RunDir(self.run_dir).rollouts
+        self.metrics_file = RunDir(self.run_dir).metrics
         self.total = total_steps
         self.out = out
         self.started = time.monotonic()
@@ -256,9 +239,9 @@ class Watcher:
         records, self.verl_offset = read_jsonl(self.verl_file, self.verl_offset)
         for rec in records:
             step, data = int(rec.get("step", 0)), rec.get("data", {})
-            if any(k.startswith("val") for k in data):
+            if any(k.startswith(VALIDATION_PREFIX) for k in data):
                 self._validation(step, data)
-            if any(k.startswith("actor/") or k.startswith("critic/") for k in data):
+            if any(k.startswith(TRAINING_PREFIXES) for k in data):
                 self._step(step, data)
         status = check_checkpoint(self.run_dir)
         if status:
@@ -285,7 +268,7 @@ class Watcher:
         line: dict[str, Any] = {"step": step, "validation": False, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
         line.update(rollout_summary(rollouts))
         if line["reward_mean"] is None and not rollouts:
-            line["reward_mean"] = _finite(data.get("critic/score/mean"))
+            line["reward_mean"] = _finite(data.get(SCORE_MEAN))
         for ours, theirs in VERL_KEYS.items():
             if theirs in data:
                 line[ours] = _finite(data[theirs])

@@ -53,12 +53,18 @@ def build(
     lr: float = 6e-3,
     tool_share: float = 0.85,
     short_prefix_fraction: float = 0.6,
+    chat_template: str | None = None,
+    tokens: dict[str, Any] | None = None,
     log=None,
 ) -> dict[str, str]:
     """Build (or reuse) the demo under ``out_dir``; returns model_path, train_path, val_path.
 
     A finished build leaves ``build.json``; a later call with the same options returns at
     once. ``eval_samples=0`` skips the success-rate measurement (tests use it).
+
+    ``chat_template`` and ``tokens`` build the model with another family's markup instead of the
+    hermes-style ChatML one: its published chat template and its special tokens, named as in
+    :func:`agentrl.demo.tokenizer.train_family_tokenizer` (the warm-up teaches its tool-call format).
     """
     log = log or (lambda msg: print(f"[agentrl.demo] {msg}", file=sys.stderr, flush=True))
     options = {
@@ -68,6 +74,10 @@ def build(
         "short_prefix_fraction": short_prefix_fraction,
         "tools": CALCULATOR_TOOLS,
     }
+    if chat_template:
+        if not tokens:
+            raise ValueError("build(chat_template=...) needs the family's tokens: special, added, eos, bos, pad")
+        options.update(chat_template=chat_template, tokens=tokens)
     paths = _paths(out_dir)
     marker = read_marker(out_dir)
     if marker and marker.get("options") == options and all(os.path.exists(p) for p in paths.values()):
@@ -86,7 +96,7 @@ def build(
     torch.set_num_threads(1)
     try:
         results = _build(out_dir, seed, paths, warmup_steps, max_seconds, n_train, n_val, tool_fraction, layers,
-                         batch_size, lr, tool_share, short_prefix_fraction, eval_samples, log)
+                         batch_size, lr, tool_share, short_prefix_fraction, eval_samples, log, chat_template, tokens)
     finally:
         torch.set_num_threads(threads)
     results["seconds"] = round(time.time() - t0, 1)
@@ -97,21 +107,24 @@ def build(
 
 
 def _build(out_dir, seed, paths, warmup_steps, max_seconds, n_train, n_val, tool_fraction, layers, batch_size, lr,
-           tool_share, short_prefix_fraction, eval_samples, log) -> dict[str, Any]:
+           tool_share, short_prefix_fraction, eval_samples, log, chat_template=None, tokens=None) -> dict[str, Any]:
     from agentrl.demo.data import make_rows, warmup_conversations, write_jsonl
-    from agentrl.demo.tokenizer import train_tokenizer
+    from agentrl.demo.tokenizer import CHAT_TEMPLATE, DEFAULT_SYSTEM, train_family_tokenizer, train_tokenizer
     from agentrl.demo.warmup import make_model, warmup
 
     train_rows = make_rows(n_train, seed)
     val_rows = make_rows(n_val, seed + 1, exclude={r["messages"][-1]["content"] for r in train_rows})
+    if chat_template:  # another family's default system prompt is not the one the warm-up teaches: say it
+        for row in train_rows + val_rows:
+            row["messages"].insert(0, {"role": "system", "content": DEFAULT_SYSTEM})
     write_jsonl(paths["train_path"], train_rows)
     write_jsonl(paths["val_path"], val_rows)
 
     conversations = warmup_conversations(min(4096, 32 * warmup_steps + 512), seed + 2, tool_fraction=tool_fraction,
                                          tool_share=tool_share)
-    corpus = [_render_plain(c) for c, _ in conversations[:1500]]
-    tok = train_tokenizer(corpus)
-    model = make_model(len(tok), tok.pad_token_id, tok.convert_tokens_to_ids("<|im_end|>"), seed=seed, layers=layers)
+    corpus = [_render_plain(c, chat_template or CHAT_TEMPLATE) for c, _ in conversations[:1500]]
+    tok = train_family_tokenizer(corpus, tokens, chat_template) if chat_template else train_tokenizer(corpus)
+    model = make_model(len(tok), tok.pad_token_id, tok.eos_token_id, seed=seed, layers=layers)
     n_params = sum(p.numel() for p in model.parameters())
     log(f"tokenizer: {len(tok)} tokens; model: {n_params} parameters; warm-up on {len(conversations)} conversations")
     stats = warmup(model, tok, conversations, CALCULATOR_TOOLS, steps=warmup_steps, batch_size=batch_size, lr=lr,
@@ -119,7 +132,9 @@ def _build(out_dir, seed, paths, warmup_steps, max_seconds, n_train, n_val, tool
     _save(model, tok, paths["model_path"])
 
     results: dict[str, Any] = {"parameters": n_params, "vocab_size": len(tok), "warmup": stats}
-    if eval_samples > 0:
+    if eval_samples > 0 and chat_template:
+        log("base rates not measured: the measurement reads the default template's calls")
+    elif eval_samples > 0:
         from agentrl.demo.evaluate import base_success_rate
 
         rate = base_success_rate(paths["model_path"], val_rows, eval_samples, temperature=1.0,
@@ -131,21 +146,19 @@ def _build(out_dir, seed, paths, warmup_steps, max_seconds, n_train, n_val, tool
     return results
 
 
-def _render_plain(conversation: list[dict[str, Any]]) -> str:
+def _render_plain(conversation: list[dict[str, Any]], chat_template: str) -> str:
     """Conversation text for tokenizer training, rendered without a tokenizer object."""
     from transformers.utils.chat_template_utils import render_jinja_template
 
-    from agentrl.demo.tokenizer import CHAT_TEMPLATE
-
     rendered, _ = render_jinja_template(conversations=[conversation], tools=CALCULATOR_TOOLS,
-                                        chat_template=CHAT_TEMPLATE)
+                                        chat_template=chat_template)
     return rendered[0]
 
 
 def _save(model, tok, path: str) -> None:
     from transformers import GenerationConfig
 
-    eos = tok.convert_tokens_to_ids("<|im_end|>")
+    eos = tok.eos_token_id
     model.generation_config = GenerationConfig(
         eos_token_id=eos, pad_token_id=tok.pad_token_id, do_sample=True, temperature=1.0, top_k=0, top_p=1.0
     )
@@ -161,8 +174,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup-steps", type=int, default=800)
     parser.add_argument("--max-seconds", type=float, default=900.0, help="warm-up time cap")
     parser.add_argument("--eval-samples", type=int, default=4, help="samples per val row for the base rate (0: skip)")
+    parser.add_argument("--chat-template", help="a model family's chat template (a .jinja file) instead of the default")
+    parser.add_argument("--tokens", help="that family's tokens, a JSON file: {special, added, eos, bos, pad}")
     args = parser.parse_args(argv)
+    if bool(args.chat_template) != bool(args.tokens):
+        parser.error("--chat-template and --tokens go together")
     paths = build(args.out_dir, seed=args.seed, warmup_steps=args.warmup_steps, max_seconds=args.max_seconds,
-                  eval_samples=args.eval_samples)
+                  eval_samples=args.eval_samples,
+                  chat_template=open(args.chat_template, encoding="utf-8").read() if args.chat_template else None,
+                  tokens=json.load(open(args.tokens, encoding="utf-8")) if args.tokens else None)
     print(json.dumps(paths))
     return 0

@@ -119,3 +119,39 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 768):
     tok.add_tokens(list(TOOL_TAGS), special_tokens=False)
     tok.chat_template = CHAT_TEMPLATE
     return tok
+
+
+def train_family_tokenizer(texts: Iterable[str], tokens: dict, chat_template: str, vocab_size: int = 768):
+    """A tiny byte-level BPE tokenizer with another model family's tokens and chat template.
+
+    ``tokens`` names them as the family's ``tokenizer_config.json`` does: ``special`` (skipped by
+    ``decode(skip_special_tokens=True)``), ``added`` (single tokens that are not special, e.g. Qwen's
+    ``<tool_call>``), and ``bos``/``eos``/``pad``. The vocabulary is small; the markup is the family's.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    special, added = list(tokens["special"]), list(tokens.get("added") or [])
+
+    def plain(text: str) -> str:
+        for tag in sorted(special + added, key=len, reverse=True):
+            text = text.replace(tag, "\n")
+        return text
+
+    core = Tokenizer(models.BPE())
+    core.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+    )
+    core.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, special_tokens=special,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    core.train_from_iterator((plain(t) for t in texts), trainer=trainer)
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=core, bos_token=tokens.get("bos"), eos_token=tokens["eos"], pad_token=tokens.get("pad"),
+        unk_token=None, additional_special_tokens=special, model_max_length=4096, padding_side="left",
+        clean_up_tokenization_spaces=False,
+    )
+    if added:
+        tok.add_tokens(added, special_tokens=False)
+    tok.chat_template = chat_template
+    return tok

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from agentrl.demo.tokenizer import DEFAULT_SYSTEM, IM_END
+from agentrl.demo.tokenizer import DEFAULT_SYSTEM
 
 
 def make_model(vocab_size: int, pad_id: int, eos_id: int, seed: int = 0, layers: int = 3, hidden: int = 128):
@@ -57,19 +57,23 @@ def encode_conversation(tok, conversation: list[dict[str, Any]], tools: list[dic
         text = tok.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=gen)
         return tok(text, add_special_tokens=False)["input_ids"]
 
+    if conversation[0]["role"] != "system":  # the shared prefix is this system turn, whatever the template's default
+        conversation = [{"role": "system", "content": DEFAULT_SYSTEM}, *conversation]
+
     full = ids(conversation, False)
     mask = [0] * len(full)
-    im_end = tok.convert_tokens_to_ids(IM_END)
     for k, message in enumerate(conversation):
         if message["role"] != "assistant":
             continue
         start = len(ids(conversation[:k], True))
-        end = len(ids(conversation[: k + 1], False)) - 1  # drop the "\n" after <|im_end|>
-        if full[end - 1] != im_end:
+        end = len(ids(conversation[: k + 1], False))
+        while end > start and full[end - 1] != tok.eos_token_id:  # drop what follows the end of turn ("\n")
+            end -= 1
+        if end == start:
             raise ValueError("chat template is not prefix-consistent around an assistant turn")
         for i in range(start, end):
             mask[i] = 1
-        if k == 1 and not learn_first:
+        if k == 2 and not learn_first:
             mask[start] = 0
     return full[n_prefix:], mask[n_prefix:]
 

@@ -25,15 +25,17 @@ from typing import Any
 import yaml
 
 from agentrl.metrics import error_tail, last_complete_checkpoint
+from agentrl.rundir import RunDir
 from agentrl.runlog import read_jsonl
+from agentrl.verl.metric_names import CHART_PREFIXES
 
-RUN_MARKERS = ("config.yaml", "metrics.jsonl", "training.log", "rollouts.jsonl")
-DOWNLOADS = ("config.yaml", "training.log", "metrics.jsonl", "rollouts.jsonl")
+RUN_MARKERS = RunDir.MARKERS
+DOWNLOADS = (RunDir.CONFIG, RunDir.TRAINING_LOG, RunDir.METRICS, RunDir.ROLLOUTS)
 ATTEMPT = re.compile(rb"^===== attempt (\d+) (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) =====$", re.M)
 
 
 def is_run(path: Path) -> bool:
-    return path.is_dir() and any((path / m).exists() for m in RUN_MARKERS)
+    return RunDir(path).is_run()
 
 
 def find_runs(root: str | Path) -> dict[str, Path]:
@@ -54,38 +56,13 @@ def find_runs(root: str | Path) -> dict[str, Path]:
     return found
 
 
-def _held_flock(path: Path) -> bool | None:
-    """Whether some process holds a flock on ``path``, read from /proc/locks so the check never takes the lock."""
-    try:
-        st = path.stat()
-        locks = Path("/proc/locks").read_text()
-    except OSError:
-        return None
-    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    return any(line.split()[1] == "FLOCK" and dev in line.split() for line in locks.splitlines() if len(line.split()) > 5)
-
-
 def is_running(run_dir: Path) -> bool:
-    lock = run_dir / ".agentrl.lock"
-    if not lock.exists():
-        return False
-    held = _held_flock(lock)
-    if held is not None:
-        return held
-    import fcntl  # no /proc: take and drop a shared lock (a trainer holds it exclusively)
-
-    with open(lock) as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(fh, fcntl.LOCK_UN)
-        return False
+    return RunDir(run_dir).is_running()
 
 
 def read_config(run_dir: Path) -> dict[str, Any]:
     try:
-        doc = yaml.safe_load((run_dir / "config.yaml").read_text()) or {}
+        doc = yaml.safe_load(RunDir(run_dir).config.read_text()) or {}
     except (OSError, yaml.YAMLError):
         return {}
     return doc if isinstance(doc, dict) else {}
@@ -106,21 +83,21 @@ def total_steps(run_dir: Path, config: dict[str, Any]) -> int | None:
 
 def metric_lines(run_dir: Path, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
     """metrics.jsonl lines from a byte offset, without verl's raw dict (what the charts need is kept)."""
-    records, end = read_jsonl(run_dir / "metrics.jsonl", offset)
+    records, end = read_jsonl(RunDir(run_dir).metrics, offset)
     return [slim(r) for r in records], end
 
 
 def slim(record: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in record.items() if k != "verl" and (isinstance(v, (int, float, str)) or v is None)}
     for k, v in (record.get("verl") or {}).items():
-        if k.startswith(("timing_s/", "val", "response_length/", "critic/score/")):
+        if k.startswith(CHART_PREFIXES):
             out.setdefault(k, v)
     return out
 
 
 def _attempts(run_dir: Path) -> list[tuple[int, float]]:
     try:
-        with (run_dir / "training.log").open("rb") as fh:
+        with RunDir(run_dir).training_log.open("rb") as fh:
             head = fh.read(4096)
     except OSError:
         return []
@@ -160,12 +137,12 @@ def _last_lines(path: Path, n: int) -> list[str]:
 
 
 def log_tail(run_dir: Path, n: int = 200) -> list[str]:
-    return _last_lines(run_dir / "training.log", n)
+    return _last_lines(RunDir(run_dir).training_log, n)
 
 
 def _last_metric(run_dir: Path) -> dict[str, Any]:
     """The last training line of metrics.jsonl (validation lines, ``"validation": true``, are skipped)."""
-    for line in reversed(_last_lines(run_dir / "metrics.jsonl", 8)):
+    for line in reversed(_last_lines(RunDir(run_dir).metrics, 8)):
         try:
             record = json.loads(line)
         except ValueError:
@@ -185,8 +162,8 @@ def run_info(run_dir: Path, name: str | None = None) -> dict[str, Any]:
     running = is_running(run_dir)
     checkpoint = last_complete_checkpoint(run_dir)
     attempts = _attempts(run_dir)
-    started = attempts[0][1] if attempts else (run_dir / "config.yaml").stat().st_mtime \
-        if (run_dir / "config.yaml").exists() else None
+    started = attempts[0][1] if attempts else RunDir(run_dir).config.stat().st_mtime \
+        if RunDir(run_dir).config.exists() else None
     detail = ""
     if running:
         status = "running"
@@ -194,15 +171,15 @@ def run_info(run_dir: Path, name: str | None = None) -> dict[str, Any]:
         status = "finished"
     else:
         status = "resumable" if checkpoint else "failed"
-        if not (run_dir / "training.log").exists():
+        if not RunDir(run_dir).training_log.exists():
             detail = "never started (no training.log)"
         else:
-            tail = error_tail(run_dir / "training.log", lines=8)
+            tail = error_tail(RunDir(run_dir).training_log, lines=8)
             detail = tail if re.search(r"(Error|Exception)\b", tail) else \
                 "training.log ends without an error: the trainer was interrupted or killed"
         if checkpoint:
             detail = f"stopped at step {step}; `agentrl train` on this config resumes from step {checkpoint['step']}\n" + detail
-    mtimes = [p.stat().st_mtime for p in (run_dir / "metrics.jsonl", run_dir / "training.log") if p.exists()]
+    mtimes = [p.stat().st_mtime for p in (RunDir(run_dir).metrics, RunDir(run_dir).training_log) if p.exists()]
     ended = None if running or not mtimes else max(mtimes)
     eta = _eta(run_dir, step, total) if running else None
     return {
@@ -216,7 +193,7 @@ def run_info(run_dir: Path, name: str | None = None) -> dict[str, Any]:
 
 def _first_metric(run_dir: Path) -> dict[str, Any]:
     try:
-        with (run_dir / "metrics.jsonl").open("rb") as fh:
+        with RunDir(run_dir).metrics.open("rb") as fh:
             return json.loads(fh.readline())
     except (OSError, ValueError):
         return {}

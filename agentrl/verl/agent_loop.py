@@ -1,15 +1,15 @@
-"""The multi-turn agent loop verl runs for every rollout: model ↔ MCP tools (↔ simulated user), then rewards.
+"""verl's side of the agent loop: the episode (:mod:`agentrl.episode`) on verl's token stream.
 
-One sample, start to end (``AgentrlAgentLoop.run``):
-1. the dataset row comes back from ``extra_info.agentrl_row`` as the ``item`` (messages, metadata);
-2. a per-rollout MCP session opens (tool schemas go into the chat template);
-3. each assistant turn is generated token-in/token-out by the rollout server; verl's Continuous Token
-   builder appends the tokens, so generated ids are never re-encoded from text and every template,
-   tool or user token gets ``response_mask`` 0;
-4. tool calls are parsed with verl's parser registry and run concurrently through the ToolHub;
-5. optionally a simulated user (an LLM through litellm) answers turns that call no tool;
-6. the finished trajectory becomes the ``sample`` and the RewardSet scores it;
-7. the rollout is appended to ``rollouts.jsonl`` and handed back to verl with its score.
+verl instantiates ``AgentrlAgentLoop`` per rollout and calls ``run`` with the dataset row's columns:
+1. the row comes back from ``extra_info.agentrl_row`` (what ``agentrl train`` writes), or is read from verl's
+   own columns (``prompt``, ``data_source``, ``reward_model.ground_truth``, ``extra_info``: ``agentrl.verl.rows``);
+   the settings are the spec ``agentrl train`` wrote (``agentrl.spec``) or ``+agentrl.*`` keys (``worker_state``);
+2. :class:`agentrl.episode.Episode` plays it (turns, MCP tools, simulated user, rewards, rollouts.jsonl)
+   against a :class:`TokenPolicy`: each assistant turn is generated token-in/token-out by the rollout
+   server, and verl's Continuous Token builder appends the tokens, so generated ids are never re-encoded
+   from text and every template, tool or user token gets ``response_mask`` 0; tool calls are parsed with
+   verl's parser registry;
+3. the record and the token stream go back to verl as an ``AgentLoopOutput`` with the score.
 
 A rollout that could not be scored (tool server down, reward crashed) reaches verl with a NaN score and
 ``agentrl_unscorable`` set; ``agentrl_grpo`` gives it advantage 0 and keeps it out of its group.
@@ -17,54 +17,97 @@ A rollout that could not be scored (tool server down, reward crashed) reaches ve
 
 from __future__ import annotations
 
-import json
-import re
 import time
 import uuid
-from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Optional
 
-from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, DictConfigWrap, register
 from verl.experimental.agent_loop.tool_parser import ToolParser
 
-from agentrl import runlog
-from agentrl.trajectory import make_item, make_sample, make_step, unwrap
+from agentrl.errors import AgentrlError
+from agentrl import families
+from agentrl.episode import Episode, GenerationAborted, Turn, _as_args  # noqa: F401  (re-exported)
+from agentrl.record import RolloutRecord
+from agentrl.verl import parsers
+from agentrl.verl.builders import fit_builder
+from agentrl.verl.rows import loop_row, plain
 from agentrl.worker import WorkerState
 
-_TOOL_BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 _VERSION_KEYS = ("global_steps", "min_global_steps", "max_global_steps")
 
-class _NoTools:
-    async def tool_schemas(self) -> list:
-        return []
 
-    async def __aenter__(self):
-        return self
+class TemplateRefused(AgentrlError):
+    """The chat template would not render what the agent appends; the message has the template's own words."""
 
-    async def __aexit__(self, *exc):
-        return False
+    def __init__(self, tokenizer: Any, appended: list[dict], messages: list[dict], tools: Optional[list],
+                 exc: Exception) -> None:
+        try:
+            tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
+            said = "it renders the conversation itself; the Continuous Token builder's render of the appended part failed"
+        except Exception as real:
+            said = f"{type(real).__name__}: {real}"
+        roles = ", ".join(str(m.get("role")) for m in appended)
+        super().__init__(f"the model's chat template refused to append {roles} message(s): {said} (verl: {exc}). "
+                         "If the template needs a form agentrl does not write, set agent.tool_parser to the model's "
+                         "format or fix the template; `agentrl data check --config` shows what it found")
 
 
-class GenerationAborted(Exception):
-    """The rollout server aborted a generation (verl's ``stop_reason="aborted"``), possibly with no tokens."""
+class LoopConfigError(AgentrlError):
+    """``default_agent_loop=agentrl`` without the agentrl settings it needs; the message names the key."""
 
 
-@dataclass
-class _State:
-    """One rollout in progress: the token stream verl sees and the structured record rewards see."""
+HYDRA_KEYS = ("rewards", "tools", "tool_allow", "agent", "run_dir")
+_EXAMPLE = "+agentrl.rewards='[{name:math}]'"
 
-    messages: list[dict]
-    runtime_ids: list[int] = field(default_factory=list)  # prompt + everything appended so far
-    prompt_len: int = 0
-    mask: list[int] = field(default_factory=list)  # 1 = generated by the model
-    logprobs: list[float] = field(default_factory=list)
-    steps: list[dict] = field(default_factory=list)
-    versions: dict[str, Any] = field(default_factory=dict)
-    tool_calls: int = 0
-    user_turns: int = 0
-    stop_reason: str = "answered"
-    model_seconds: float = 0.0
-    tool_seconds: float = 0.0
+
+def worker_state(config: Any) -> WorkerState:
+    """This worker's state for verl's config: the spec ``agentrl train`` wrote (``agentrl.spec``), else the
+    settings given as Hydra keys on verl's command line (``+agentrl.rewards=...``, ``+agentrl.tools=...``,
+    ``+agentrl.agent.max_turns=...``, ``+agentrl.run_dir=...``), read into the same typed ``RunSpec``."""
+    block = config.get("agentrl")
+    cached = _states.get(id(block))
+    if cached is not None and cached[0] is block:  # verl builds a loop per rollout from the same config
+        return cached[1]
+    state = _worker_state(block, config)
+    _states[id(block)] = (block, state)
+    return state
+
+
+_states: dict[int, tuple[Any, WorkerState]] = {}
+
+
+def _worker_state(block: Any, config: Any) -> WorkerState:
+    from pydantic import ValidationError
+
+    from agentrl.spec import RunSpec
+
+    if block is None:
+        raise LoopConfigError(
+            "actor_rollout_ref.rollout.agent.default_agent_loop=agentrl needs agentrl's settings: add "
+            f"{_EXAMPLE} (rewards, required), +agentrl.tools='[calculator]' (MCP servers, optional) and "
+            "+agentrl.agent.max_turns=N etc. (optional), or start the run with `agentrl train`")
+    block = plain(block)
+    if block.get("spec"):
+        return WorkerState.for_file(str(block["spec"]))
+    unknown = sorted(set(block) - set(HYDRA_KEYS))
+    if unknown:
+        raise LoopConfigError(f"agentrl.{unknown[0]}: not an agentrl key for verl's command line; "
+                              f"use {', '.join('agentrl.' + k for k in HYDRA_KEYS)}")
+    if not block.get("rewards"):
+        raise LoopConfigError(f"default_agent_loop=agentrl: no rewards; add {_EXAMPLE} (a list in the shape "
+                              f"of agentrl's rewards: presets, .py files, OpenAI grader dicts, weights)")
+    trainer = config.get("trainer") or {}
+    run_dir = block.get("run_dir") or trainer.get("default_local_dir") or "agentrl_run"
+    try:
+        spec = RunSpec(run_dir=str(Path(run_dir).absolute()), tools=block.get("tools"),
+                       tool_allow=block.get("tool_allow"), rewards=block["rewards"], agent=block.get("agent") or {})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = "agentrl." + ".".join(str(p) for p in first["loc"])
+        raise LoopConfigError(f"{key}: {first['msg']} (from verl's command line: +{key}=...)") from None
+    Path(spec.run_dir).mkdir(parents=True, exist_ok=True)
+    return WorkerState.for_spec(spec)
 
 
 @register("agentrl")
@@ -73,214 +116,155 @@ class AgentrlAgentLoop(AgentLoopBase):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.state = WorkerState.for_file(str(self.config.agentrl.spec))
+        self.state = worker_state(self.config)
         self.agent = self.state.spec.agent
         self.response_length = int(self.rollout_config.response_length)
-        self.parser = ToolParser.get_tool_parser(self.agent.tool_parser, self.tokenizer)
+        # the model's own format: from its chat template and config.json's model_type, unless the config names a parser
+        self.family = (families.detect_family(self.tokenizer.chat_template, kwargs.get("hf_model_type"))
+                       if self.agent.tool_parser == "auto" else families.family_for_parser(self.agent.tool_parser))
+        self.parser = ToolParser.get_tool_parser(self.family.parser, self.tokenizer)
+        fit_builder(self.continuous_token_builder, self.family)
+        self.special_tokens = tuple(sorted(set(self.tokenizer.all_special_tokens), key=len, reverse=True))
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
-        started, wall_started = time.perf_counter(), time.time()
-        row = json.loads(kwargs["extra_info"]["agentrl_row"])
-        item = make_item(row["messages"], row.get("metadata"), **row.get("fields", {}), id=row["id"], source=row.get("source"))
-        rollout_id = f"r-{uuid.uuid4().hex[:16]}"
-        hub = self.state.hub()
-        st = _State(messages=[dict(m) for m in row["messages"]])
-        unscorable: str | None = None
-        session_cm = hub.rollout(rollout_id, allowed_tools=item.metadata.get("allowed_tools")) if hub else _NoTools()
-        try:
-            async with session_cm as session:
-                await self._converse(st, session, hub is not None, item, sampling_params, uuid.uuid4().hex)
-        except GenerationAborted as exc:  # the rollout server gave up on it: the answer is not the model's whole answer
-            unscorable, st.stop_reason = f"model: {exc.args[0]}", "aborted"
-            if len(exc.args) > 1:
-                st.steps.append(make_step(exc.args[1]))
-        except Exception as exc:  # infrastructure failure: unscorable, never 0
-            from agentrl.tools import ToolInfraError
+        # agentrl's rows carry themselves in extra_info.agentrl_row; verl's (prompt, data_source,
+        # reward_model.ground_truth, extra_info) are read as agentrl.verl.rows says
+        row = loop_row(kwargs.get("raw_prompt"), kwargs.get("data_source"),
+                       (kwargs.get("reward_model") or {}).get("ground_truth"), kwargs.get("extra_info"))
+        record, policy = await self.episode(row, sampling_params, trainer_step=kwargs.get("global_steps"))
+        return policy.output(record, len(row["messages"]))
 
-            if not isinstance(exc, ToolInfraError):
-                raise
-            unscorable, st.stop_reason = f"tools: {exc}", "tool_infra_error"
+    async def episode(self, row: dict, sampling_params: dict[str, Any], *,
+                      trainer_step: Any = None) -> tuple[RolloutRecord, "TokenPolicy"]:
+        """One rollout of ``row`` (``agentrl.dataset.loop_record``'s shape): its record and token stream."""
+        policy = TokenPolicy(self, uuid.uuid4().hex)
+        record = await Episode(self.state, policy).run(row, sampling_params, trainer_step=trainer_step)
+        return record, policy
 
-        steps = st.steps or [make_step("")]
-        messages = st.messages
-        if messages[-1].get("role") != "assistant" and steps[-1]["response"]:
-            messages.append({"role": "assistant", "content": steps[-1]["response"]})
-        sample = make_sample(rollout_id, steps, messages=messages)
-        reward_started = time.perf_counter()
-        score, components, passed = None, {}, {}
-        if unscorable is None:
-            result = await self.state.rewards.ascore(sample, item)
-            score, components, unscorable, passed = result.score, result.components, result.unscorable, result.passed
-        reward_seconds = time.perf_counter() - reward_started
 
-        if not st.runtime_ids:  # failed before the prompt was built (e.g. listing tools): build it bare
-            st.runtime_ids = await self.ct_build_initial_tokens(row["messages"], tools=None)
-            st.prompt_len = len(st.runtime_ids)
-        if len(st.runtime_ids) == st.prompt_len:
-            # Failed before the model said anything. verl needs one response token, and a step whose
-            # mask is all zeros divides 0 by 0 in the token-mean loss, so the filler end-of-turn token is
-            # left in the mask; its NaN score gives it advantage 0, hence no policy gradient.
-            st.runtime_ids.append(self.tokenizer.eos_token_id if self.tokenizer.eos_token_id is not None else 0)
-            st.mask = [1]
-            st.logprobs = [0.0] if self.rollout_config.calculate_log_probs else []
-        response_ids = st.runtime_ids[st.prompt_len:][: self.response_length]
-        mask = st.mask[: self.response_length]
-        last = self.state.last_versions
-        # the trainer step this prompt was drawn for (verl hands it to every rollout of the batch)
-        trainer_step = kwargs.get("global_steps")
-        trainer_step = int(trainer_step) if trainer_step is not None else st.versions.get("global_steps", last["global_steps"])
-        runlog.append_rollout(self.state.spec.run_dir, {
-            "rollout_id": rollout_id, "prompt_id": item.id, "source": item.get("source"),
-            "step": trainer_step, "validation": row.get("split") == "val",
-            "policy_version": st.versions.get("global_steps", last["global_steps"]),
-            "messages": messages, "trajectory": unwrap(steps),
-            "tool_calls": st.tool_calls, "user_turns": st.user_turns, "reward": score, "components": components,
-            "passed": passed,  # per grader with a pass_threshold
-            "unscorable": unscorable, "stop_reason": st.stop_reason, "response_tokens": len(response_ids),
-            "started_at": round(wall_started, 3), "finished_at": round(time.time(), 3),
-            "seconds": round(time.perf_counter() - started, 4), "model_seconds": round(st.model_seconds, 4),
-            "tool_seconds": round(st.tool_seconds, 4), "reward_seconds": round(reward_seconds, 4),
-        })
-        return AgentLoopOutput(
-            prompt_ids=st.runtime_ids[: st.prompt_len],
-            response_ids=response_ids,
-            response_mask=mask,
-            response_logprobs=st.logprobs[: len(response_ids)] if st.logprobs else None,
-            # NaN marks "could not score" for agentrl_grpo, which gives it advantage 0 and leaves it out of
-            # its group; the tokens stay in the mask so a step of only unscorable rollouts still has a
-            # well-defined (zero) loss instead of 0/0.
-            reward_score=float(score) if score is not None else float("nan"),
-            num_turns=len(messages) - len(row["messages"]) + 1,
-            metrics={"tool_calls": st.tool_seconds, "compute_score": reward_seconds},
-            extra_fields={**last, **st.versions, "agentrl_unscorable": 1 if unscorable else 0,
-                          "agentrl_tool_calls": st.tool_calls, "agentrl_rollout_id": rollout_id},
-        )
+class TokenPolicy:
+    """The episode's policy on verl's token stream (see :class:`agentrl.episode.Policy`)."""
 
-    async def _converse(self, st: _State, session: Any, has_tools: bool, item: Any,
-                        sampling_params: dict[str, Any], request_id: str) -> None:
-        schemas = await session.tool_schemas() or None
-        st.runtime_ids = await self.ct_build_initial_tokens(st.messages, tools=schemas)
-        st.prompt_len = len(st.runtime_ids)
-        user = self.state.simulated_user()
-        for turn in range(self.agent.max_turns):
-            room = self.response_length - len(st.mask)
-            if room <= 0:
-                st.stop_reason = "response_budget"
-                return
-            token_ids = await self._generate(st, sampling_params, request_id, room)
-            text = self.tokenizer.decode(token_ids, skip_special_tokens=True)
-            _, calls = await self.parser.extract_tool_calls(token_ids, None)
-            step = make_step(text)
-            st.steps.append(step)
-            # the parser's content keeps special tokens (<|im_end|>); the message gets the visible text
-            assistant: dict[str, Any] = {"role": "assistant", "content": _TOOL_BLOCK.sub("", text).strip()}
-            results = _malformed_calls(text)
-            if not calls and not results:  # a plain answer: done, unless a simulated user replies
-                st.messages.append({"role": "assistant", "content": text})
-                reply = await user.next_message(st.messages, dict(item.metadata)) if user else None
-                if reply is None:
-                    return
-                step["user_reply"] = reply
-                st.user_turns += 1
-                if not await self._append(st, [{"role": "user", "content": reply}], schemas):
-                    return
-                continue
-            results += await self._run_tools(st, step, assistant, calls, session, has_tools)
-            step["tool_results"] = results
-            if turn == self.agent.max_turns - 1:
-                st.stop_reason = "turn_budget"
-                return
-            tool_messages = [{"role": "tool", "content": r["content"], "tool_call_id": r["id"]} for r in results]
-            if not await self._append(st, tool_messages, schemas):
-                return
-        st.stop_reason = "turn_budget"
+    def __init__(self, loop: AgentrlAgentLoop, request_id: str) -> None:
+        self.loop = loop
+        self.request_id = request_id
+        self.runtime_ids: list[int] = []  # prompt + everything appended so far
+        self.prompt_len = 0
+        self.mask: list[int] = []  # 1 = generated by the model
+        self.logprobs: list[float] = []
+        self.versions: dict[str, Any] = {}
+        self.model_seconds = 0.0
+        self.family, self.special_tokens = loop.family, loop.special_tokens
+        self.parser_tools: Optional[list] = None
 
-    async def _generate(self, st: _State, sampling_params: dict[str, Any], request_id: str, room: int) -> list[int]:
+    async def start(self, messages: list[dict], tools: Optional[list]) -> None:
+        self.parser_tools = parsers.tool_schemas(tools)  # qwen3_coder types arguments from them
+        self.runtime_ids = await self.loop.ct_build_initial_tokens(messages, tools=tools)
+        self.prompt_len = len(self.runtime_ids)
+
+    def room(self) -> int:
+        return self.loop.response_length - len(self.mask)
+
+    async def generate(self, sampling_params: dict[str, Any], room: int) -> Turn:
+        loop = self.loop
         params = dict(sampling_params, max_tokens=room)
-        if self.parser.stop_token_ids:
-            params["stop_token_ids"] = sorted(set(params.get("stop_token_ids") or []) | set(self.parser.stop_token_ids))
+        if loop.parser.stop_token_ids:
+            params["stop_token_ids"] = sorted(set(params.get("stop_token_ids") or []) | set(loop.parser.stop_token_ids))
         started = time.perf_counter()
-        out = await self.server_manager.generate(request_id, prompt_ids=st.runtime_ids, sampling_params=params)
-        st.model_seconds += time.perf_counter() - started
+        out = await loop.server_manager.generate(self.request_id, prompt_ids=self.runtime_ids, sampling_params=params)
+        self.model_seconds += time.perf_counter() - started
         for key in _VERSION_KEYS:  # verl's trainer reads these to measure policy staleness
             if out.extra_fields.get(key) is not None:
                 value = out.extra_fields[key]
-                if key == "min_global_steps" and key in st.versions:
-                    value = min(st.versions[key], value)
-                st.versions[key] = value
-                self.state.last_versions[key] = out.extra_fields[key]
+                if key == "min_global_steps" and key in self.versions:
+                    value = min(self.versions[key], value)
+                self.versions[key] = value
+                loop.state.last_versions[key] = out.extra_fields[key]
         aborted = out.stop_reason in ("aborted", "abort")  # verl's vLLM server, with what it had generated
         if aborted and not out.token_ids:
             raise GenerationAborted("generation aborted by the rollout server before any token")
-        merged, st.mask, logprobs = await self.ct_merge_assistant_token(
-            st.runtime_ids, out.token_ids, st.mask, st.logprobs if (st.logprobs or out.log_probs) else None,
+        merged, self.mask, logprobs = await loop.ct_merge_assistant_token(
+            self.runtime_ids, out.token_ids, self.mask, self.logprobs if (self.logprobs or out.log_probs) else None,
             assistant_logprobs=out.log_probs or None)
-        st.runtime_ids, st.logprobs = merged.token_ids, logprobs or []
+        self.runtime_ids, self.logprobs = merged.token_ids, logprobs or []
         if aborted:
             raise GenerationAborted(f"generation aborted by the rollout server after {len(out.token_ids)} tokens",
-                                    self.tokenizer.decode(out.token_ids, skip_special_tokens=True))
-        return list(out.token_ids)
+                                    loop.tokenizer.decode(out.token_ids, skip_special_tokens=True))
+        token_ids = list(out.token_ids)
+        text = loop.tokenizer.decode(token_ids, skip_special_tokens=True)
+        _, calls = await loop.parser.extract_tool_calls(token_ids, self.parser_tools)
+        return Turn(text, calls, loop.tokenizer.decode(token_ids, skip_special_tokens=False))
 
-    async def _run_tools(self, st: _State, step: dict, assistant: dict, calls: list, session: Any,
-                         has_tools: bool) -> list[dict]:
-        """Run this turn's calls within the budgets; refused calls get an error result the model can read."""
-        from agentrl.tools import ToolCall
-
-        budget = self.agent.max_tool_calls - st.tool_calls
-        now = max(0, min(budget, self.agent.max_parallel_calls))
-        refused = [{"id": f"refused{n}", "name": c.name, "is_error": True,
-                    "content": "error: tool call not run: " + ("the tool-call budget of this rollout is used up; "
-                               "answer now" if budget <= 0 else "too many calls in one turn")}
-                   for n, c in enumerate(calls[now:])]
-        tool_calls = [ToolCall(id=f"c{st.tool_calls + i}", name=c.name, arguments=_as_args(c.arguments))
-                      for i, c in enumerate(calls[:now])]
-        st.tool_calls += len(tool_calls)
-        step["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in tool_calls]
-        assistant["tool_calls"] = [{"type": "function", "id": c.id, "function": {"name": c.name, "arguments": c.arguments}}
-                                   for c in tool_calls]
-        st.messages.append(assistant)
-        started = time.perf_counter()
-        if tool_calls and has_tools:
-            results = [r.to_dict() for r in await session.call_many(tool_calls)]
-        else:
-            results = [{"id": c.id, "name": c.name, "is_error": True,
-                        "content": "error: no tools are configured for this run"} for c in tool_calls]
-        st.tool_seconds += time.perf_counter() - started
-        return results + refused
-
-    async def _append(self, st: _State, new_messages: list[dict], schemas: list | None) -> bool:
-        """Append tool or user messages as template tokens (mask 0); False when the budget is spent."""
-        previous = list(st.messages)
-        st.messages.extend(new_messages)
-        merged, mask, logprobs = await self.ct_merge_context_msg(
-            previous, st.messages, st.runtime_ids, st.mask, st.logprobs or None, tools=schemas)
-        if len(mask) >= self.response_length:
-            st.stop_reason = "response_budget"
+    async def extend(self, previous: list[dict], messages: list[dict], tools: Optional[list]) -> bool:
+        try:
+            merged, mask, logprobs = await self.loop.ct_merge_context_msg(
+                previous, messages, self.runtime_ids, self.mask, self.logprobs or None, tools=tools)
+        except Exception as exc:  # verl's wrapper re-renders after a template error and hides the real message
+            raise TemplateRefused(self.loop.tokenizer, messages[len(previous):], messages, tools, exc) from exc
+        if len(mask) >= self.loop.response_length:
             return False
-        st.runtime_ids, st.mask, st.logprobs = merged.token_ids, mask, logprobs or []
+        self.runtime_ids, self.mask, self.logprobs = merged.token_ids, mask, logprobs or []
         return True
 
+    async def finish(self, prompt: list[dict]) -> int:
+        loop = self.loop
+        if not self.runtime_ids:  # failed before the prompt was built (e.g. listing tools): build it bare
+            self.runtime_ids = await loop.ct_build_initial_tokens(prompt, tools=None)
+            self.prompt_len = len(self.runtime_ids)
+        if len(self.runtime_ids) == self.prompt_len:
+            # Failed before the model said anything. verl needs one response token, and a step whose
+            # mask is all zeros divides 0 by 0 in the token-mean loss, so the filler end-of-turn token is
+            # left in the mask; its NaN score gives it advantage 0, hence no policy gradient.
+            self.runtime_ids.append(loop.tokenizer.eos_token_id if loop.tokenizer.eos_token_id is not None else 0)
+            self.mask = [1]
+            self.logprobs = [0.0] if loop.rollout_config.calculate_log_probs else []
+        return len(self.runtime_ids[self.prompt_len:][: loop.response_length])
 
-def _malformed_calls(text: str) -> list[dict]:
-    """verl's parsers drop tool calls they cannot decode; tell the model instead."""
-    bad = []
-    for n, block in enumerate(_TOOL_BLOCK.findall(text)):
-        try:
-            call = json.loads(block)
-            if isinstance(call, dict) and isinstance(call.get("name"), str) and "arguments" in call:
-                continue
-        except json.JSONDecodeError:
-            pass
-        bad.append({"id": f"malformed{n}", "name": "(unparsed)", "is_error": True,
-                    "content": 'error: malformed tool call; write <tool_call>{"name": "TOOL", '
-                               '"arguments": {...}}</tool_call> with valid JSON'})
-    return bad
+    def output(self, record: RolloutRecord, prompt_messages: int) -> AgentLoopOutput:
+        """What verl trains on: the token stream, the score (NaN: could not score) and agentrl's fields."""
+        response_ids = self.runtime_ids[self.prompt_len:][: self.loop.response_length]
+        last = self.loop.state.last_versions
+        return AgentLoopOutput(
+            prompt_ids=self.runtime_ids[: self.prompt_len],
+            response_ids=response_ids,
+            response_mask=self.mask[: self.loop.response_length],
+            response_logprobs=self.logprobs[: len(response_ids)] if self.logprobs else None,
+            # NaN marks "could not score" for agentrl_grpo, which gives it advantage 0 and leaves it out of
+            # its group; the tokens stay in the mask so a step of only unscorable rollouts still has a
+            # well-defined (zero) loss instead of 0/0.
+            reward_score=float(record.reward) if record.reward is not None else float("nan"),
+            num_turns=len(record.messages) - prompt_messages + 1,
+            metrics={"tool_calls": record.tool_seconds, "compute_score": record.reward_seconds},
+            extra_fields={**last, **self.versions, "agentrl_unscorable": 1 if record.unscorable else 0,
+                          "agentrl_tool_calls": record.tool_calls, "agentrl_rollout_id": record.rollout_id},
+        )
 
 
-def _as_args(arguments: Any) -> Any:
-    if isinstance(arguments, str):
-        try:
-            return json.loads(arguments)
-        except json.JSONDecodeError:
-            return arguments
-    return arguments
+def local_config(spec_path: str, *, prompt_length: int, response_length: int) -> Any:
+    """The part of verl's config the agent loop reads, for :func:`local_loop`."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.create({
+        "agentrl": {"spec": str(spec_path)},
+        "actor_rollout_ref": {"rollout": {"response_length": response_length, "prompt_length": prompt_length,
+                                          "calculate_log_probs": True}},
+        "data": {"apply_chat_template_kwargs": {}},
+    })
+
+
+def local_loop(config: Any, server_manager: Any, tokenizer: Any, model_type: Optional[str]) -> AgentrlAgentLoop:
+    """The agent loop outside Ray, built by its constructor as verl's agent-loop worker builds it, with a
+    local engine (:mod:`agentrl.verl.engine`) as its ``server_manager``."""
+    return AgentrlAgentLoop(trainer_config=DictConfigWrap(config), server_manager=server_manager,
+                            tokenizer=tokenizer, processor=None, dataset_cls=None,
+                            data_config=DictConfigWrap(config.data), hf_model_type=model_type)
+
+
+def quiet_logs() -> None:
+    """verl logs every prompt it cuts to prompt_length and every tool call it cannot decode."""
+    import logging
+
+    from verl.experimental.agent_loop import agent_loop, tool_parser
+
+    agent_loop.logger.setLevel(logging.ERROR)
+    tool_parser.logger.setLevel(logging.CRITICAL)

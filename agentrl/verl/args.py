@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from agentrl.config import AgentrlSettings, flatten
+from agentrl.families import resolve_parser
+from agentrl.rundir import RunDir
 
 # What verl needs to run on a machine with no GPU (each line is an obstacle met and passed):
 CPU_DEFAULTS: dict[str, Any] = {
@@ -105,7 +107,7 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
         # each a process importing torch and verl) would only idle, and starting them cost ~30 s of
         # a 2-core machine's start-up.
         "reward.num_workers": 1,
-        "actor_rollout_ref.rollout.multi_turn.format": s.agent.tool_parser,
+        "actor_rollout_ref.rollout.multi_turn.format": resolve_parser(s.agent.tool_parser, model_path),
         "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": max(1, s.batch_size * s.samples_per_prompt),
         "trainer.total_epochs": steps.epochs if steps else s.epochs,
         "trainer.total_training_steps": s.max_steps,
@@ -171,5 +173,5 @@ def child_env(run_dir: Path, attempt: int, overrides: dict[str, Any]) -> dict[st
     env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     env.setdefault("RAY_DEDUP_LOGS", "0")
     env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    env["VERL_FILE_LOGGER_PATH"] = str(run_dir / "logs" / f"verl_metrics.{attempt}.jsonl")
+    env["VERL_FILE_LOGGER_PATH"] = str(RunDir(run_dir).verl_metrics(attempt))
     return env

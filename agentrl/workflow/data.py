@@ -130,6 +130,8 @@ def check(files: list[str], *, settings: Any = None, model: str | None = None) -
     summary: dict[str, Any] = {"rows": rows, "files": per_file, "unique_ids": len(seen),
                                "metadata": {k: {"rows": n, "values": dict(values[k].most_common(8)),
                                                 "distinct": len(values[k])} for k, n in key_counts.most_common()}}
+    if model:
+        summary["model_format"] = model_format(model, settings, warnings)
     if model and good:
         summary["prompt_tokens"] = _prompt_lengths(good, model, settings, warnings)
     return {"ok": not problems, "problems": [p.as_dict() for p in problems],
@@ -150,6 +152,28 @@ def _reward_coverage(where: str, meta: dict, needs: dict[str, list[str]], n_rewa
                                        f"scored; add the metadata or drop the row"))
     else:
         warnings.append(Problem(where, f"not scored by {said}, which this row lacks"))
+
+
+def model_format(model: str, settings: Any, warnings: list[Problem]) -> dict:
+    """The model's tool-call family, parser and chat template, and a warning for each thing the config asks
+    that the template cannot express (tools, several calls in one turn, a simulated user)."""
+    from agentrl.families import model_family, template_limits
+
+    agent = settings.agent if settings else None
+    family, info = model_family(model, agent.tool_parser if agent else "auto")
+    where = f"{model}/{info['template_file'] or 'tokenizer_config.json'}"
+    limits = template_limits(info["chat_template"], family)
+    asks = {"template": True,
+            "tools": bool(settings and settings.tools),
+            "parallel_calls": bool(agent and agent.max_parallel_calls > 1 and settings.tools),
+            "simulated_user": bool(agent and agent.simulated_user)}
+    for key, why in limits.items():
+        if asks.get(key):
+            warnings.append(Problem(where, why))
+    return {"family": family.name, "parser": family.parser, "chosen": "agent.tool_parser" if agent and
+            agent.tool_parser != "auto" else "chat template" if info["chat_template"] else "default",
+            "template": info["template_file"], "model_type": info["model_type"], "final_answer": family.note,
+            "limits": limits}
 
 
 def _prompt_lengths(good: list[tuple[str, dict]], model: str, settings: Any, warnings: list[Problem]) -> dict:

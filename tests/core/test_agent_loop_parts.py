@@ -4,22 +4,23 @@ from __future__ import annotations
 
 import json
 
-from agentrl.verl.agent_loop import _as_args, _malformed_calls
+from agentrl.families import HERMES
+from agentrl.verl.agent_loop import _as_args
 
 
 def test_malformed_tool_calls_become_error_results():
     text = ('<tool_call>{"name": "add", "arguments": {"a": 1}}</tool_call>'
             '<tool_call>{"name": "add", "arguments": {"a": 1,}}</tool_call>'
             '<tool_call>{"arguments": {}}</tool_call>')
-    bad = _malformed_calls(text)
+    bad = HERMES.malformed(text)
     assert len(bad) == 2
-    assert all(b["is_error"] and "malformed tool call" in b["content"] for b in bad)
+    assert all(HERMES.malformed_message(b).startswith("error: malformed tool call") for b in bad)
 
 
 def test_well_formed_calls_are_not_flagged():
     call = json.dumps({"name": "multiply", "arguments": {"a": 6, "b": 7}})
-    assert _malformed_calls(f"Let me compute.<tool_call>\n{call}\n</tool_call>") == []
-    assert _malformed_calls("The answer is 42.") == []
+    assert HERMES.malformed(f"Let me compute.<tool_call>\n{call}\n</tool_call>") == []
+    assert HERMES.malformed("The answer is 42.") == []
 
 
 def test_arguments_json_text_is_decoded():

@@ -333,3 +333,43 @@ def test_one_trainer_per_run_directory(tmp_path, demo):
 def zygotes() -> set[int]:
     out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout.splitlines()
     return {int(line.split(None, 1)[0]) for line in out if "agentrl.sandbox.zygote" in line}
+
+
+FAMILIES = Path(__file__).parent.parent / "fixtures" / "families"
+
+
+@pytest.fixture(scope="module")
+def coder_demo(tmp_path_factory):
+    """The demo model built with another family's markup: Qwen3-Coder's published chat template and tokens,
+    so its calls are <tool_call><function=add><parameter=a>…, read by the qwen3_coder parser."""
+    from agentrl.demo import build
+
+    tokens = json.loads((FAMILIES / "families.json").read_text())["qwen3-coder"]
+    return build(str(tmp_path_factory.mktemp("coder-demo")), warmup_steps=30, eval_samples=0, log=lambda m: None,
+                 chat_template=(FAMILIES / tokens["template"]).read_text(), tokens=tokens)
+
+
+def test_a_qwen3_coder_model_trains_in_its_own_format(tmp_path, coder_demo):
+    """The format is found from the model folder (no tool_parser in the config) and a GRPO step trains with
+    every rollout scored, the turns read in the Qwen3-Coder format."""
+    # the barely warmed-up model seldom answers right: a reward on the visible answer's length gives the group
+    # the variance a GRPO update needs (all-equal rewards would make the step a no-op)
+    (tmp_path / "length.py").write_text("def grade(sample, item):\n    return min(len(sample['final_answer']), 60) / 60\n")
+    config = write_config(tmp_path, coder_demo, max_steps=1, save_every=0, max_prompt_length=1024,
+                          max_response_length=96, rewards=[{"name": "math", "weight": 1.0},
+                                                           {"name": str(tmp_path / "length.py"), "weight": 0.5}])
+    dry = subprocess.run(AGENTRL + ["train", str(config), "--dry-run"], capture_output=True, text=True, timeout=300)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert yaml.safe_load(dry.stdout)["actor_rollout_ref"]["rollout"]["multi_turn"]["format"] == "qwen3_coder"
+    result = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, timeout=1200)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    run = tmp_path / "run"
+    rollouts = read_jsonl(run / "rollouts.jsonl")
+    assert rollouts and all(r["unscorable"] is None and r["reward"] is not None for r in rollouts)
+    steps = [s for r in rollouts for s in r["trajectory"]]
+    for step in steps:  # what rewards read is the visible text: no call markup, no special tokens
+        assert "<tool_call>" not in step["response"] and "<|im_end|>" not in step["response"]
+    metrics = read_jsonl(run / "metrics.jsonl")[-1]
+    for key in ("loss", "grad_norm", "entropy"):
+        assert metrics[key] is not None and metrics[key] == metrics[key], key
+    assert metrics["grad_norm"] > 0  # a real update of the weights, through the family's token stream

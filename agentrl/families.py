@@ -1,0 +1,459 @@
+"""Model families: how each writes tool calls and reasoning, found from the model folder.
+
+    family = detect_family("Qwen/Qwen3-8B")                     # reads chat template, tokenizer, config.json
+    family.name, family.parser                                   # "qwen3", "hermes"
+    family.split('<think>add them</think>The answer is 5.')      # TurnText(answer="The answer is 5.", reasoning="add them")
+    family.malformed('<tool_call>{"name": "add", "arguments": {"a": 1,}}</tool_call>')   # ["...not valid JSON..."]
+
+A model is trained and evaluated with its own tool-call format. The format is chosen from the chat template
+(what the model was taught to write) and ``config.json``'s ``model_type``; ``agent.tool_parser`` in the
+config overrides it. For each family this module knows:
+
+- ``parser``: the verl tool-call parser name (verl's own, or one agentrl registers in ``agentrl.verl.parsers``);
+- ``split(text)``: the visible answer apart from the reasoning (``<think>`` blocks, gpt-oss's analysis
+  channel) and the tool-call markup; text is the turn decoded *with* special tokens;
+- ``malformed(text)``: the calls the model attempted in its format but that do not parse, with the reason,
+  so the model is told in its own format instead of the call being dropped or taken as the answer;
+- the template's constraints: call ids (Mistral: 9 alphanumerics), one call per assistant turn (Llama 3.x,
+  gpt-oss), strict user/assistant alternation (Mistral).
+
+Nothing here imports verl: the agent loop, ``agentrl data check`` and the tests all use it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+__all__ = ["Family", "TurnText", "FAMILIES", "detect_family", "family_for_parser", "model_family", "resolve_parser", "vllm_parser", "template_limits", "read_model_folder"]
+
+
+@dataclass(frozen=True)
+class TurnText:
+    """One assistant turn taken apart: what the user sees, the reasoning, and the raw text (specials kept)."""
+
+    answer: str
+    reasoning: str = ""
+
+
+_THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
+
+
+def _split_think(text: str) -> tuple[str, str]:
+    """``<think>…</think>`` blocks out of the text; a lone ``</think>`` closes reasoning the prompt opened."""
+    reasoning = [m.strip() for m in _THINK.findall(text)]
+    text = _THINK.sub("", text)
+    if "</think>" in text:  # the generation prompt ended with "<think>" (Qwen3 / GLM thinking mode)
+        head, text = text.split("</think>", 1)
+        reasoning.insert(0, head.replace("<think>", "").strip())
+    return text, "\n\n".join(r for r in reasoning if r)
+
+
+# ---------------------------------------------------------------- tool-call markup, per format
+
+_TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
+TOOL_CALL_BLOCK = _TOOL_CALL  # a <tool_call> block, closed or running to the end of the turn
+
+
+def _hermes_malformed(text: str) -> list[str]:
+    bad = []
+    for block in _TOOL_CALL.findall(text):
+        try:
+            call = json.loads(block)
+        except json.JSONDecodeError as exc:
+            bad.append(f"the JSON inside <tool_call> is not valid ({exc.msg} at column {exc.colno})")
+            continue
+        if not (isinstance(call, dict) and isinstance(call.get("name"), str) and isinstance(call.get("arguments"), dict)):
+            bad.append('the JSON inside <tool_call> needs "name" (a string) and "arguments" (an object)')
+    if text.count("<tool_call>") > text.count("</tool_call>"):
+        bad.append("<tool_call> is not closed with </tool_call>")
+    return bad
+
+
+_QWEN3_CODER_CALL = re.compile(r"^\s*<function=([^>\n]+)>\s*((?:<parameter=[^>\n]+>.*?</parameter>\s*)*)</function>\s*$",
+                               re.DOTALL)
+
+
+def _qwen3_coder_malformed(text: str) -> list[str]:
+    bad = []
+    for block in _TOOL_CALL.findall(text):
+        if not _QWEN3_CODER_CALL.match(block):
+            bad.append("inside <tool_call> write <function=NAME>, then each argument as <parameter=KEY>VALUE</parameter>, "
+                       "then </function>")
+    if text.count("<tool_call>") > text.count("</tool_call>"):
+        bad.append("<tool_call> is not closed with </tool_call>")
+    return bad
+
+
+_GLM_CALL = re.compile(r"^\s*([^<>\n]+?)\s*((?:<arg_key>[^<]*</arg_key>\s*<arg_value>.*?</arg_value>\s*)*)$", re.DOTALL)
+
+
+def _glm_malformed(text: str) -> list[str]:
+    bad = []
+    for block in _TOOL_CALL.findall(text):
+        if not _GLM_CALL.match(block):
+            bad.append("inside <tool_call> write the function name, then each argument as "
+                       "<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>")
+    if text.count("<tool_call>") > text.count("</tool_call>"):
+        bad.append("<tool_call> is not closed with </tool_call>")
+    return bad
+
+
+def llama_json_calls(text: str) -> list[dict] | None:
+    """Llama 3.x JSON calls: ``{"name": ..., "parameters": {...}}`` (several joined by ``;``), optionally after
+    ``<|python_tag|>``. None when the turn is not a call attempt; raises ValueError when it is one but broken."""
+    body = _LLAMA_ENDS.sub("", text).replace("<|python_tag|>", "").strip()
+    if not body.startswith("{") or '"name"' not in body:
+        return None
+    calls, decoder, at = [], json.JSONDecoder(), 0
+    while at < len(body):
+        try:
+            call, at = decoder.raw_decode(body, at)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"the call is not valid JSON ({exc.msg} at column {exc.colno})") from None
+        args = call.get("parameters", call.get("arguments")) if isinstance(call, dict) else None
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not isinstance(args, dict):
+            raise ValueError('a call needs "name" (a string) and "parameters" (an object)')
+        calls.append({"name": call["name"], "arguments": args})
+        rest = body[at:].lstrip()
+        if rest.startswith(";"):
+            rest = rest[1:].lstrip()
+        elif rest:
+            raise ValueError("text after the JSON call; reply with the call alone")
+        at = len(body) - len(rest)
+    return calls
+
+
+_LLAMA_ENDS = re.compile(r"<\|eot_id\|>|<\|eom_id\|>|<\|end_of_text\|>|<\|eot\|>|<\|end\|>")
+_PYTHONIC_START = re.compile(r"^\s*(?:<\|python_start\|>)?\s*\[\s*[A-Za-z_][\w.]*\s*\(")
+
+
+def pythonic_calls(text: str) -> list[dict] | None:
+    """Llama 3.2 / 4 pythonic calls: ``[add(a=1, b=2), multiply(a=3, b=4)]``. None when not a call attempt."""
+    if not _PYTHONIC_START.match(text):
+        return None
+    body = _LLAMA_ENDS.sub("", text).replace("<|python_start|>", "").replace("<|python_end|>", "").strip()
+    try:
+        tree = ast.parse(body, mode="eval").body
+    except SyntaxError as exc:
+        raise ValueError(f"the call list is not valid Python ({exc.msg})") from None
+    if not isinstance(tree, ast.List) or not all(isinstance(c, ast.Call) for c in tree.elts):
+        raise ValueError("write a list of calls: [name(key=value, ...), ...]")
+    calls = []
+    for node in tree.elts:
+        if node.args:
+            raise ValueError("pass arguments by keyword: name(key=value)")
+        try:
+            args = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords}
+        except ValueError:
+            raise ValueError("argument values must be literals (numbers, strings, lists, dicts)") from None
+        calls.append({"name": ast.unparse(node.func), "arguments": args})
+    return calls
+
+
+_MISTRAL_NEW = re.compile(r"\[TOOL_CALLS\]([^\[\]{}\s]+)(?:\[CALL_ID\]([A-Za-z0-9]+))?\[ARGS\]")
+
+
+def mistral_calls(text: str) -> list[dict] | None:
+    """Mistral calls, old form ``[TOOL_CALLS][{"name": ..., "arguments": {...}}]`` or new form
+    ``[TOOL_CALLS]name[ARGS]{...}`` (``[CALL_ID]id`` optional). None when the turn has no ``[TOOL_CALLS]``."""
+    at = text.find("[TOOL_CALLS]")
+    if at < 0:
+        return None
+    body = text[at:].replace("</s>", "")
+    decoder = json.JSONDecoder()
+    if _MISTRAL_NEW.match(body):
+        calls, pos = [], 0
+        while pos < len(body.rstrip()):
+            m = _MISTRAL_NEW.match(body, pos)
+            if not m:
+                raise ValueError("write each call as [TOOL_CALLS]NAME[ARGS]{json arguments}")
+            try:
+                args, pos = decoder.raw_decode(body, m.end())
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"the arguments after [ARGS] are not valid JSON ({exc.msg})") from None
+            if not isinstance(args, dict):
+                raise ValueError("the arguments after [ARGS] must be a JSON object")
+            calls.append({"name": m.group(1), "arguments": args, **({"id": m.group(2)} if m.group(2) else {})})
+            while pos < len(body) and body[pos].isspace():
+                pos += 1
+        return calls
+    try:
+        listed, _ = decoder.raw_decode(body[len("[TOOL_CALLS]"):].lstrip())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the list after [TOOL_CALLS] is not valid JSON ({exc.msg})") from None
+    listed = listed if isinstance(listed, list) else [listed]
+    calls = []
+    for call in listed:
+        if not (isinstance(call, dict) and isinstance(call.get("name"), str) and isinstance(call.get("arguments"), dict)):
+            raise ValueError('each call needs "name" (a string) and "arguments" (an object)')
+        calls.append({"name": call["name"], "arguments": call["arguments"], **({"id": call["id"]} if "id" in call else {})})
+    return calls
+
+
+# gpt-oss (harmony): messages are <|start|>ROLE[ to=RECIPIENT]<|channel|>CHANNEL[ to=RECIPIENT][ <|constrain|>json|
+# json]<|message|>BODY(<|end|>|<|call|>|<|return|>). The generation prompt ends with "<|start|>assistant", so the
+# first message of a turn arrives without it.
+_HARMONY_MESSAGE = re.compile(
+    r"(?P<header>.*?)<\|message\|>(?P<body>.*?)(?:<\|end\|>|<\|call\|>|<\|return\|>|$)", re.DOTALL)
+_RECIPIENT = re.compile(r"to=([^\s<]+)")
+
+
+def harmony_messages(text: str) -> list[dict]:
+    """A gpt-oss turn as messages: ``{"channel", "recipient", "body"}``. Text outside any message is dropped."""
+    if not text.startswith("<|start|>"):
+        text = "<|start|>assistant" + text
+    messages = []
+    for chunk in text.split("<|start|>")[1:]:
+        m = _HARMONY_MESSAGE.match(chunk)
+        if not m:
+            continue
+        header = m.group("header")
+        channel = ""
+        if "<|channel|>" in header:
+            channel = header.split("<|channel|>", 1)[1].split()[0] if header.split("<|channel|>", 1)[1].split() else ""
+        recipient = _RECIPIENT.search(header)
+        messages.append({"channel": channel.split("<|")[0], "recipient": recipient.group(1) if recipient else None,
+                         "body": m.group("body")})
+    return messages
+
+
+def harmony_calls(text: str) -> tuple[list[dict], list[str]]:
+    """Function calls of a gpt-oss turn (messages to ``functions.NAME``) and the reasons broken ones failed."""
+    calls, bad = [], []
+    for msg in harmony_messages(text):
+        recipient = msg["recipient"]
+        if not recipient or not recipient.startswith("functions"):
+            continue
+        name = recipient[len("functions."):] if recipient.startswith("functions.") else ""
+        try:
+            args = json.loads(msg["body"]) if msg["body"].strip() else {}
+        except json.JSONDecodeError as exc:
+            bad.append(f"the arguments to {recipient} are not valid JSON ({exc.msg} at column {exc.colno})")
+            continue
+        if not name or not isinstance(args, dict):
+            bad.append("address a call to=functions.NAME and send a JSON object of arguments")
+            continue
+        calls.append({"name": name, "arguments": args})
+    return calls, bad
+
+
+def _split_harmony(text: str) -> tuple[str, str]:
+    messages = harmony_messages(text)
+    final = [m["body"] for m in messages if m["channel"] == "final"]
+    analysis = [m["body"].strip() for m in messages if m["channel"] == "analysis"]
+    preamble = [m["body"] for m in messages if m["channel"] == "commentary" and not m["recipient"]]
+    return ("".join(final) if final else "".join(preamble)), "\n\n".join(a for a in analysis if a)
+
+
+def _parsed_malformed(parse: Callable[[str], Any]) -> Callable[[str], list[str]]:
+    def malformed(text: str) -> list[str]:
+        try:
+            parse(text)
+        except ValueError as exc:
+            return [str(exc)]
+        return []
+    return malformed
+
+
+def _strip_blocks(pattern: str) -> Callable[[str], str]:
+    regex = re.compile(pattern, re.DOTALL)
+    return lambda text: regex.sub("", text)
+
+
+# ---------------------------------------------------------------- the families
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    parser: str  # verl tool-call parser
+    call_example: str  # one call in this format, shown to the model when its call is malformed
+    reasoning: str = ""  # "think" (<think>…</think>), "harmony" (analysis channel), "" (none)
+    strip_calls: Callable[[str], str] = lambda text: text
+    find_malformed: Callable[[str], list[str]] = lambda text: []
+    call_id_length: int = 0  # 9 for Mistral's templates; 0: any id
+    one_call_per_turn: bool = False  # the template renders a single call per assistant message
+    alternating: bool = False  # user/assistant must alternate (tool messages aside)
+    note: str = ""  # what the README says of this family's final_answer
+
+    def split(self, text: str, special_tokens: tuple[str, ...] = ()) -> TurnText:
+        """The visible answer and the reasoning of a turn decoded with special tokens kept."""
+        if self.reasoning == "harmony":
+            answer, reasoning = _split_harmony(text)
+        else:
+            answer, reasoning = _split_think(text) if self.reasoning == "think" else (text, "")
+            answer = self.strip_calls(answer)
+        for token in special_tokens:
+            answer = answer.replace(token, "")
+            reasoning = reasoning.replace(token, "")
+        return TurnText(answer=answer.strip(), reasoning=reasoning.strip())
+
+    def malformed(self, text: str) -> list[str]:
+        """Why each call the model attempted in this format does not parse (empty: none broken)."""
+        if self.reasoning == "think":
+            text, _ = _split_think(text)  # a call sketched while thinking is not a call
+        return self.find_malformed(text)
+
+    def malformed_message(self, reason: str) -> str:
+        return f"error: malformed tool call: {reason}. Write a call like this: {self.call_example}"
+
+    def call_id(self, n: int, rollout_id: str = "") -> str:
+        """The id of the n-th call of a rollout, in the form the template accepts."""
+        if self.call_id_length:
+            salt = re.sub(r"[^A-Za-z0-9]", "", rollout_id)[-4:] or "call"
+            return (salt + f"{n:05d}")[-self.call_id_length:].rjust(self.call_id_length, "0")
+        return f"c{n}"
+
+
+_HERMES_EXAMPLE = '<tool_call>\n{"name": "TOOL", "arguments": {"KEY": VALUE}}\n</tool_call>'
+_strip_tool_call = _strip_blocks(r"<tool_call>.*?(?:</tool_call>|$)")
+
+HERMES = Family("hermes", "hermes", _HERMES_EXAMPLE, strip_calls=_strip_tool_call, find_malformed=_hermes_malformed,
+                note="the last turn's text with <tool_call> blocks removed")
+QWEN25 = Family("qwen2.5", "hermes", _HERMES_EXAMPLE, strip_calls=_strip_tool_call, find_malformed=_hermes_malformed,
+                note="the last turn's text with <tool_call> blocks removed")
+QWEN3 = Family("qwen3", "hermes", _HERMES_EXAMPLE, reasoning="think", strip_calls=_strip_tool_call,
+               find_malformed=_hermes_malformed,
+               note="the text after </think>; the <think> block is sample.reasoning")
+QWEN3_CODER = Family(
+    "qwen3-coder", "qwen3_coder", "<tool_call>\n<function=TOOL>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>\n</tool_call>",
+    reasoning="think", strip_calls=_strip_tool_call, find_malformed=_qwen3_coder_malformed,
+    note="the text before <tool_call> (none on a final turn); arguments typed from the tool schemas")
+GLM45 = Family(
+    "glm-4.5", "glm", "<tool_call>TOOL\n<arg_key>KEY</arg_key>\n<arg_value>VALUE</arg_value>\n</tool_call>",
+    reasoning="think", strip_calls=_strip_tool_call, find_malformed=_glm_malformed,
+    note="the text after </think>; the <think> block is sample.reasoning")
+LLAMA3_JSON = Family(
+    "llama3", "llama3_json", '{"name": "TOOL", "parameters": {"KEY": VALUE}}',
+    strip_calls=lambda text: "" if _is_attempt(llama_json_calls, text) else text,
+    find_malformed=_parsed_malformed(llama_json_calls), one_call_per_turn=True,
+    note="the last turn's text (a turn that is a JSON call is not an answer)")
+LLAMA3_PYTHONIC = Family(
+    "llama3-pythonic", "llama3_pythonic", "[TOOL(KEY=VALUE)]",
+    strip_calls=lambda text: "" if _is_attempt(pythonic_calls, text) else text,
+    find_malformed=_parsed_malformed(pythonic_calls),
+    note="the last turn's text (a turn that is a [call(...)] list is not an answer)")
+MISTRAL = Family(
+    "mistral", "mistral", '[TOOL_CALLS][{"name": "TOOL", "arguments": {"KEY": VALUE}}]',
+    strip_calls=_strip_blocks(r"\[TOOL_CALLS\].*$"), find_malformed=_parsed_malformed(mistral_calls),
+    call_id_length=9, alternating=True, note="the text before [TOOL_CALLS]")
+MISTRAL_V11 = Family(
+    "mistral-v11", "mistral", '[TOOL_CALLS]TOOL[ARGS]{"KEY": VALUE}',
+    strip_calls=_strip_blocks(r"\[TOOL_CALLS\].*$"), find_malformed=_parsed_malformed(mistral_calls),
+    call_id_length=9, alternating=True, note="the text before [TOOL_CALLS]")
+GPT_OSS = Family(
+    "gpt-oss", "gpt-oss",
+    "<|start|>assistant to=functions.TOOL<|channel|>commentary json<|message|>{\"KEY\": VALUE}<|call|>",
+    reasoning="harmony", find_malformed=lambda text: harmony_calls(text)[1], one_call_per_turn=True,
+    note="the final channel's message; the analysis channel is sample.reasoning")
+
+
+def _is_attempt(parse: Callable[[str], Any], text: str) -> bool:
+    try:
+        return parse(text) is not None
+    except ValueError:
+        return True
+
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (QWEN25, QWEN3, QWEN3_CODER, LLAMA3_JSON, LLAMA3_PYTHONIC, MISTRAL,
+                                                  MISTRAL_V11, GPT_OSS, GLM45, HERMES)}
+_BY_PARSER = {"hermes": HERMES, "qwen3_coder": QWEN3_CODER, "glm": GLM45, "gpt-oss": GPT_OSS,
+              "llama3_json": LLAMA3_JSON, "llama3_pythonic": LLAMA3_PYTHONIC, "mistral": MISTRAL}
+
+
+def family_for_parser(parser: str) -> Family:
+    """The family whose format a named verl parser reads (an explicit ``agent.tool_parser``)."""
+    if parser in FAMILIES:
+        return FAMILIES[parser]
+    if parser in _BY_PARSER:
+        return _BY_PARSER[parser]
+    # a parser agentrl does not know (a plugin's, or verl's seed/kimi/...): its calls parse, but malformed ones
+    # are not recognised, and the answer is the text with special tokens removed
+    return Family(parser, parser, "the format your chat template shows")
+
+
+def detect_family(chat_template: str | None, model_type: str | None = None) -> Family:
+    """The family a chat template (and ``config.json`` ``model_type``) writes tool calls in."""
+    t = chat_template or ""
+    if "<|channel|>" in t or model_type == "gpt_oss":
+        return GPT_OSS
+    if "<arg_key>" in t:
+        return GLM45
+    if "<function=" in t and "<parameter=" in t:
+        return QWEN3_CODER
+    if "[TOOL_CALLS]" in t:
+        return MISTRAL_V11 if "[ARGS]" in t else MISTRAL
+    if "<|start_header_id|>" in t and ("[func_name1(" in t or "python_start" in t):
+        return LLAMA3_PYTHONIC
+    if "<|start_header_id|>" in t and '"parameters"' in t:
+        return LLAMA3_JSON
+    if "<tool_call>" in t:
+        return QWEN3 if "<think>" in t else QWEN25
+    return HERMES
+
+
+def read_model_folder(path: str | Path) -> dict[str, Any]:
+    """What a model folder says of its format: chat template, ``model_type``, special tokens."""
+    folder = Path(path)
+    info: dict[str, Any] = {"chat_template": None, "model_type": None, "special_tokens": [], "template_file": None}
+    if (folder / "config.json").is_file():
+        info["model_type"] = json.loads((folder / "config.json").read_text()).get("model_type")
+    tok_config = {}
+    if (folder / "tokenizer_config.json").is_file():
+        tok_config = json.loads((folder / "tokenizer_config.json").read_text())
+        template = tok_config.get("chat_template")
+        if isinstance(template, list):  # named templates: the default one, else the tool_use one
+            named = {t.get("name"): t.get("template") for t in template}
+            template = named.get("tool_use") or named.get("default")
+        if template:
+            info["chat_template"], info["template_file"] = template, "tokenizer_config.json"
+        info["special_tokens"] = sorted(t["content"] for t in (tok_config.get("added_tokens_decoder") or {}).values()
+                                        if t.get("special"))
+    if (folder / "chat_template.jinja").is_file():
+        info["chat_template"], info["template_file"] = (folder / "chat_template.jinja").read_text(), "chat_template.jinja"
+    return info
+
+
+def model_family(model_path: str | Path | None, tool_parser: str = "auto") -> tuple[Family, dict[str, Any]]:
+    """The family of a model folder (``tool_parser="auto"``) or of a named parser, and what the folder says."""
+    info = read_model_folder(model_path) if model_path and Path(model_path).is_dir() else {
+        "chat_template": None, "model_type": None, "special_tokens": [], "template_file": None}
+    if tool_parser != "auto":
+        return family_for_parser(tool_parser), info
+    return detect_family(info["chat_template"], info["model_type"]), info
+
+
+def resolve_parser(tool_parser: str, model_path: str | Path | None) -> str:
+    """``agent.tool_parser`` as a verl parser name: "auto" becomes the model folder's."""
+    return model_family(model_path, tool_parser)[0].parser
+
+
+# vLLM names some of these formats differently (``vllm serve --tool-call-parser``)
+_VLLM_PARSERS = {"gpt-oss": "openai", "glm": "glm45", "llama3_pythonic": "pythonic"}
+
+
+def vllm_parser(parser: str) -> str:
+    return _VLLM_PARSERS.get(parser, parser)
+
+
+def template_limits(chat_template: str | None, family: Family) -> dict[str, str]:
+    """What the chat template cannot express, keyed by the capability a config may ask for."""
+    t = chat_template or ""
+    limits = {}
+    if not t:
+        limits["template"] = "the model folder has no chat template"
+        return limits
+    if "tools" not in t:
+        limits["tools"] = "the chat template never renders `tools`: the model is not shown the tool schemas"
+    if family.one_call_per_turn or "single tool-calls" in t:
+        limits["parallel_calls"] = ("the chat template renders one tool call per assistant turn: agentrl runs the first "
+                                    "call of a turn and answers the others with an error")
+    if family.alternating:
+        limits["simulated_user"] = ("the chat template requires user/assistant turns to alternate and moves the tool list "
+                                    "to the last user message; simulated-user replies are appended without it")
+    return limits

@@ -1,0 +1,49 @@
+"""verl's Continuous Token builder, fitted to chat templates with constraints verl's synthetic renders break.
+
+verl renders each appended message as a suffix diff against a synthetic prefix: a user message after
+``[system, user]``, a group of tool results after ``[system, user, assistant calling them all]``. Two published
+templates refuse those prefixes:
+
+- Mistral's require user and assistant to alternate, so ``[system, user] + [user]`` raises; a user message
+  (a simulated user's reply) is rendered after ``[user, assistant]`` instead, without the tool list, which these
+  templates move to the *last* user message and which the token stream already holds at its start;
+- Llama 3.x's and gpt-oss's render one call per assistant message (Llama raises "This model only supports
+  single tool-calls at once!"), so a group of results is rendered one result at a time, each after an
+  assistant making that one call.
+
+    builder = fit_builder(loop.continuous_token_builder, family)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentrl.families import Family
+
+_USER = {"role": "user", "content": "continuous token synthetic user"}
+_ASSISTANT = {"role": "assistant", "content": "continuous token synthetic assistant"}
+
+
+def fit_builder(builder: Any, family: Family) -> Any:
+    """The builder, its class swapped for a subclass that respects ``family``'s template (or as it was)."""
+    base = type(builder)
+    overrides: dict[str, Any] = {}
+    if family.alternating:
+        def _tokenize_single_non_tool(self, message, *, tools=None, add_generation_prompt=False):
+            if message.get("role") != "user":
+                return base._tokenize_single_non_tool(self, message, tools=tools, add_generation_prompt=add_generation_prompt)
+            return self.render_delta_token_id([_USER, _ASSISTANT], [message], add_generation_prompt=add_generation_prompt)
+        overrides["_tokenize_single_non_tool"] = _tokenize_single_non_tool
+    if family.one_call_per_turn:
+        def _tokenize_tool_group(self, tool_messages, *, previous_messages, tools=None, add_generation_prompt=False):
+            ids: list[int] = []
+            for n, message in enumerate(tool_messages):
+                ids += base._tokenize_tool_group(
+                    self, [message], previous_messages=previous_messages + tool_messages[:n], tools=tools,
+                    add_generation_prompt=add_generation_prompt and n == len(tool_messages) - 1)
+            return ids
+        overrides["_tokenize_tool_group"] = _tokenize_tool_group
+    if overrides:
+        builder.__class__ = type(f"{base.__name__}For{family.name.title().replace('-', '').replace('.', '')}",
+                                 (base,), overrides)
+    return builder
