@@ -22,7 +22,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, TextIO
 
-from agentrl.runlog import read_jsonl
+from agentrl.runlog import GENERATED, append_jsonl, read_jsonl
+
+TRAINED = "logs/trained.jsonl"  # a line per training step: the prompt groups it trained (agentrl.verl.pacing)
 
 # metrics.jsonl name <- verl metric name
 VERL_KEYS = {
@@ -70,6 +72,11 @@ def rollout_summary(rollouts: list[dict]) -> dict[str, Any]:
                 parts[name].append(float(value))
     for name, values in sorted(parts.items()):
         out[f"reward/{name}"] = statistics.fmean(values)
+    stale = [r["staleness"] for r in rollouts if isinstance(r.get("staleness"), int)]
+    if stale:  # off-policy runs: how many updates behind the trained policy each rollout was generated
+        out["staleness_mean"] = statistics.fmean(stale)
+        out["staleness_max"] = max(stale)
+        out["staleness"] = {str(k): stale.count(k) for k in sorted(set(stale))}
     return out
 
 
@@ -166,11 +173,11 @@ def rewind(run_dir: Path, step: int, attempt: int) -> int:
     The files are streamed, a line at a time: a long run's rollouts.jsonl (gigabytes) costs a resume one
     read, and memory for one line."""
     moved = 0
-    for name in ("metrics.jsonl", "rollouts.jsonl"):
+    for name in ("metrics.jsonl", "rollouts.jsonl", TRAINED):
         path = Path(run_dir) / name
         if not path.exists():
             continue
-        aside = Path(run_dir) / "logs" / f"rewound.{attempt}.{name}"
+        aside = Path(run_dir) / "logs" / f"rewound.{attempt}.{Path(name).name}"
         tmp = path.with_name(path.name + ".tmp")
         dropped = 0
         with path.open("rb") as src, tmp.open("wb") as keep, aside.open("ab") as drop:
@@ -232,7 +239,7 @@ class Watcher:
     (``"validation": false``) and one per evaluation (``"validation": true``, keys ``val/...``)."""
 
     def __init__(self, run_dir: Path, attempt: int, total_steps: int, out: TextIO = sys.stdout,
-                 start_step: int = 0) -> None:
+                 start_step: int = 0, group_size: int = 1) -> None:
         self.run_dir = Path(run_dir)
         self.verl_file = self.run_dir / "logs" / f"verl_metrics.{attempt}.jsonl"
         self.rollouts_file = self.run_dir / "rollouts.jsonl"
@@ -248,8 +255,51 @@ class Watcher:
         self.first_step_at = 0.0
         self.start_step = start_step
         self.last_step = start_step
+        # off-policy runs: rollouts wait in logs/generated.jsonl until logs/trained.jsonl names their group
+        self.group_size = max(1, group_size)
+        self.generated_file = self.run_dir / GENERATED
+        self.trained_file = self.run_dir / TRAINED
+        self.generated_offset = self.trained_offset = 0
+        self.generated: dict[str, list[dict]] = defaultdict(list)
+        self.placed = self._placed_groups()
+
+    def _placed_groups(self) -> set[str]:
+        """Groups whose rollouts are already in rollouts.jsonl (placed by an earlier attempt)."""
+        if not self.generated_file.exists():
+            return set()
+        placed = set()
+        with self.rollouts_file.open("rb") if self.rollouts_file.exists() else open(os.devnull, "rb") as fh:
+            for line in fh:
+                found = re.search(rb'"group": "([^"]+)"', line)
+                if found and b'"drawn_step"' in line:
+                    placed.add(found.group(1).decode())
+        return placed
+
+    def _place_trained(self) -> None:
+        """Move the rollouts of each group a step trained on from generated.jsonl into rollouts.jsonl, under
+        that step, with the step they were drawn for and their staleness: (step - 1) - the policy version
+        that generated them (0: on-policy). trained.jsonl is read before generated.jsonl, and a group's
+        rollouts are written before the sampler can pick it, so every named group's rollouts are here."""
+        trained, self.trained_offset = read_jsonl(self.trained_file, self.trained_offset)
+        generated, self.generated_offset = read_jsonl(self.generated_file, self.generated_offset)
+        for r in generated:
+            if str(r.get("group")) not in self.placed:
+                self.generated[str(r.get("group"))].append(r)
+        for line in trained:
+            step = int(line["step"])
+            for group in line.get("groups", []):
+                rollouts = self.generated.pop(group, [])[-self.group_size:]  # a re-issued group's newest
+                if group in self.placed or not rollouts:
+                    continue
+                self.placed.add(group)
+                for r in rollouts:
+                    version = r.get("policy_version")
+                    placed = {**r, "step": step, "drawn_step": r.get("step"),
+                              "staleness": step - 1 - version if isinstance(version, int) else None}
+                    append_jsonl(self.rollouts_file, placed)
 
     def poll(self) -> None:
+        self._place_trained()
         rollouts, self.rollout_offset = read_jsonl(self.rollouts_file, self.rollout_offset)
         for r in rollouts:
             self.pending[(r.get("step"), bool(r.get("validation")))].append(r)

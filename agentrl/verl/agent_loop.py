@@ -11,6 +11,10 @@ One sample, start to end (``AgentrlAgentLoop.run``):
 6. the finished trajectory becomes the ``sample`` and the RewardSet scores it;
 7. the rollout is appended to ``rollouts.jsonl`` and handed back to verl with its score.
 
+With ``max_off_policy_steps`` > 0 a training rollout is not yet known to belong to a step when it ends
+(verl trains each step on the groups that finish first): it goes to ``logs/generated.jsonl`` with its
+group id, and ``agentrl train`` moves it into ``rollouts.jsonl`` under the step that trained it.
+
 A rollout that could not be scored (tool server down, reward crashed) reaches verl with a NaN score and
 ``agentrl_unscorable`` set; ``agentrl_grpo`` gives it advantage 0 and keeps it out of its group.
 """
@@ -77,6 +81,8 @@ class AgentrlAgentLoop(AgentLoopBase):
         self.agent = self.state.spec.agent
         self.response_length = int(self.rollout_config.response_length)
         self.parser = ToolParser.get_tool_parser(self.agent.tool_parser, self.tokenizer)
+        v1 = self.config.trainer.get("v1") or {}
+        self.off_policy = (v1.get("trainer_mode") or "sync") != "sync"
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         started, wall_started = time.perf_counter(), time.time()
@@ -129,9 +135,11 @@ class AgentrlAgentLoop(AgentLoopBase):
         # the trainer step this prompt was drawn for (verl hands it to every rollout of the batch)
         trainer_step = kwargs.get("global_steps")
         trainer_step = int(trainer_step) if trainer_step is not None else st.versions.get("global_steps", last["global_steps"])
-        runlog.append_rollout(self.state.spec.run_dir, {
+        validation = row.get("split") == "val"
+        write = runlog.append_generated if self.off_policy and not validation else runlog.append_rollout
+        write(self.state.spec.run_dir, {
             "rollout_id": rollout_id, "prompt_id": item.id, "source": item.get("source"),
-            "step": trainer_step, "validation": row.get("split") == "val",
+            "step": trainer_step, "validation": validation, "group": kwargs.get("uid"),
             "policy_version": st.versions.get("global_steps", last["global_steps"]),
             "messages": messages, "trajectory": unwrap(steps),
             "tool_calls": st.tool_calls, "user_turns": st.user_turns, "reward": score, "components": components,
