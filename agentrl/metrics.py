@@ -352,6 +352,8 @@ class Watcher:
         pace = (now - self.first_step_at) / done_since_first if done_since_first else (line.get("step_time") or 0.0)
         eta = pace * remaining
         extra = f"  unscorable {line['unscorable']}" if line.get("unscorable") else ""
+        if line.get("staleness_max") is not None:
+            extra += f"  staleness {line['staleness_mean']:.2f} (max {line['staleness_max']})"
         print(f"step {step}/{self.total}  elapsed {_clock(elapsed)}  eta {_clock(eta)}  reward {_fmt(line.get('reward_mean'))}"
               f"  tool calls/rollout {line.get('tool_calls_per_rollout') or 0:.2f}{extra}", file=self.out, flush=True)
 
