@@ -22,9 +22,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, TextIO
 
-from agentrl.runlog import GENERATED, append_jsonl, read_jsonl
-
-TRAINED = "logs/trained.jsonl"  # a line per training step: the prompt groups it trained (agentrl.verl.pacing)
+from agentrl.rundir import RunDir
+from agentrl.runlog import append_jsonl, read_jsonl
 
 # metrics.jsonl name <- verl metric name
 VERL_KEYS = {
@@ -81,7 +80,7 @@ def rollout_summary(rollouts: list[dict]) -> dict[str, Any]:
 
 
 def last_complete_checkpoint(run_dir: Path) -> dict | None:
-    path = Path(run_dir) / "checkpoint_status.json"
+    path = RunDir(run_dir).checkpoint_status
     if not path.exists():
         return None
     try:
@@ -99,7 +98,7 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def check_checkpoint(run_dir: Path) -> dict | None:
     """Record verl's newest checkpoint once it is complete (verl writes the tracker file last)."""
-    ckpt_root = Path(run_dir) / "checkpoints"
+    ckpt_root = RunDir(run_dir).checkpoints
     tracker = ckpt_root / "latest_checkpointed_iteration.txt"
     if not tracker.exists():
         return None
@@ -125,7 +124,7 @@ def check_checkpoint(run_dir: Path) -> dict | None:
         return None
     status = {"complete": True, "step": step, "path": str(folder), "hf_model": str(hf),
               "saved_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    _write_atomic(Path(run_dir) / "checkpoint_status.json", json.dumps(status, indent=2))
+    _write_atomic(RunDir(run_dir).checkpoint_status, json.dumps(status, indent=2))
     return status
 
 
@@ -173,7 +172,7 @@ def rewind(run_dir: Path, step: int, attempt: int) -> int:
     The files are streamed, a line at a time: a long run's rollouts.jsonl (gigabytes) costs a resume one
     read, and memory for one line."""
     moved = 0
-    for name in ("metrics.jsonl", "rollouts.jsonl", TRAINED):
+    for name in (RunDir.METRICS, RunDir.ROLLOUTS, RunDir.TRAINED):
         path = Path(run_dir) / name
         if not path.exists():
             continue
@@ -206,10 +205,10 @@ def _recover_lost_steps(run_dir: Path, step: int) -> None:
     leaves a checkpointed step with rollouts but no metrics line. Write that line from its rollouts
     (``"recovered": true``, without verl's own metrics) so the curve has no hole. Only the rollouts of
     such steps are parsed."""
-    metrics, _ = read_jsonl(run_dir / "metrics.jsonl")
+    metrics, _ = read_jsonl(RunDir(run_dir).metrics)
     have = {m.get("step") for m in metrics if not m.get("validation")}
     by_step: dict[int, list[dict]] = defaultdict(list)
-    path = run_dir / "rollouts.jsonl"
+    path = RunDir(run_dir).rollouts
     if path.exists():
         with path.open("rb") as fh:
             for line in fh:
@@ -227,7 +226,7 @@ def _recover_lost_steps(run_dir: Path, step: int) -> None:
     for n in lost:
         metrics.append({"step": n, "validation": False, "recovered": True, **rollout_summary(by_step[n])})
     metrics.sort(key=lambda m: (m.get("step") if isinstance(m.get("step"), int) else -1, bool(m.get("validation"))))
-    _write_atomic(run_dir / "metrics.jsonl", "".join(json.dumps(m) + "\n" for m in metrics))
+    _write_atomic(RunDir(run_dir).metrics, "".join(json.dumps(m) + "\n" for m in metrics))
 
 
 def _fmt(value: Any) -> str:
@@ -241,9 +240,9 @@ class Watcher:
     def __init__(self, run_dir: Path, attempt: int, total_steps: int, out: TextIO = sys.stdout,
                  start_step: int = 0, group_size: int = 1) -> None:
         self.run_dir = Path(run_dir)
-        self.verl_file = self.run_dir / "logs" / f"verl_metrics.{attempt}.jsonl"
-        self.rollouts_file = self.run_dir / "rollouts.jsonl"
-        self.metrics_file = self.run_dir / "metrics.jsonl"
+        self.verl_file = RunDir(self.run_dir).verl_metrics(attempt)
+        self.rollouts_file = RunDir(self.run_dir).rollouts
+        self.metrics_file = RunDir(self.run_dir).metrics
         self.total = total_steps
         self.out = out
         self.started = time.monotonic()
@@ -257,8 +256,8 @@ class Watcher:
         self.last_step = start_step
         # off-policy runs: rollouts wait in logs/generated.jsonl until logs/trained.jsonl names their group
         self.group_size = max(1, group_size)
-        self.generated_file = self.run_dir / GENERATED
-        self.trained_file = self.run_dir / TRAINED
+        self.generated_file = RunDir(self.run_dir).generated
+        self.trained_file = RunDir(self.run_dir).trained
         self.generated_offset = self.trained_offset = 0
         self.generated: dict[str, list[dict]] = defaultdict(list)
         self.placed = self._placed_groups()

@@ -33,14 +33,6 @@ def append_rollout(run_dir: str, record: dict[str, Any]) -> None:
     append_jsonl(Path(run_dir) / "rollouts.jsonl", record)
 
 
-GENERATED = "logs/generated.jsonl"
-
-
-def append_generated(run_dir: str, record: dict[str, Any]) -> None:
-    """An off-policy training rollout, before the step that trains it is known (see ``metrics.Watcher``)."""
-    append_jsonl(Path(run_dir) / GENERATED, record)
-
-
 def read_jsonl(path: str | Path, start: int = 0) -> tuple[list[dict], int]:
     """Complete lines from byte offset ``start``; returns them and the offset after the last one."""
     path = Path(path)

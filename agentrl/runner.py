@@ -32,6 +32,7 @@ from agentrl import metrics as run_metrics
 from agentrl.config import check_verl_keys, flatten, load_config, verl_defaults
 from agentrl.dataset import convert
 from agentrl.errors import AgentrlError
+from agentrl.rundir import RunDir
 from agentrl.spec import RunSpec
 from agentrl.verl.args import build_overrides, child_env, on_cpu, step_plan, to_cli
 
@@ -98,16 +99,15 @@ def prepare(config_path: str, overrides: list[str], check_tools: bool = True) ->
     model_path, demo_paths = resolve_model(settings.model)
     train_src = settings.train_data if settings.train_data != "demo" else demo_paths.get("train_path")
     val_src = settings.val_data if settings.val_data != "demo" else demo_paths.get("val_path")
-    data_dir = run_dir / "data"
-    n_train = convert(train_src, data_dir / "train.jsonl")
-    n_val = convert(val_src, data_dir / "val.jsonl", split="val") if val_src else 0
+    n_train = convert(train_src, RunDir(run_dir).train_data)
+    n_val = convert(val_src, RunDir(run_dir).val_data, split="val") if val_src else 0
 
-    spec_path = run_dir / "agentrl_spec.json"
+    spec_path = RunDir(run_dir).spec
     RunSpec.from_settings(settings, run_dir).write(spec_path)
     cpu = on_cpu(settings)
     verl_overrides = build_overrides(settings, verl_part, model_path=model_path,
-                                     train_file=str(data_dir / "train.jsonl"),
-                                     val_file=str(data_dir / "val.jsonl") if n_val else None,
+                                     train_file=str(RunDir(run_dir).train_data),
+                                     val_file=str(RunDir(run_dir).val_data) if n_val else None,
                                      spec_path=str(spec_path), run_dir=run_dir, cpu=cpu, train_rows=n_train)
     total = step_plan(settings, n_train).total_steps
     if total < 1:
@@ -115,13 +115,13 @@ def prepare(config_path: str, overrides: list[str], check_tools: bool = True) ->
                        f"no full training step; lower batch_size or add rows")
     resolved = {"agentrl": {**settings.model_dump(), "model": model_path}, "verl_overrides": verl_overrides,
                 "source": str(Path(config_path).resolve()), "command_line_overrides": list(overrides)}
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False))
+    RunDir(run_dir).config.write_text(yaml.safe_dump(resolved, sort_keys=False))
     return {"run_dir": run_dir, "lock": lock, "overrides": verl_overrides, "total_steps": total,
             "cpu": cpu, "rows": n_train, "settings": settings}
 
 
 def _attempt_number(run_dir: Path) -> int:
-    logs = run_dir / "logs"
+    logs = RunDir(run_dir).logs
     logs.mkdir(exist_ok=True)
     return len(list(logs.glob("verl_metrics.*.jsonl"))) + 1
 
@@ -144,15 +144,10 @@ def _lock_run_dir(run_dir: Path):
     """One trainer per run directory: a second `agentrl train` on it fails instead of interleaving files.
     The guard and verl's main process inherit the descriptor, so the lock stays taken until the last
     process of an attempt is gone, even when `agentrl train` itself was killed."""
-    import fcntl
-
-    handle = open(run_dir / ".agentrl.lock", "w")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
+    handle = RunDir(run_dir).lock()
+    if handle is None:
         raise RunError(f"another `agentrl train` is already running in {run_dir}; wait for it, stop it, "
-                       f"or set agentrl.run_dir to another folder") from None
+                       f"or set agentrl.run_dir to another folder")
     return handle
 
 
@@ -181,7 +176,7 @@ def _check_sandbox(described: list[dict], run_dir: Path, where: str) -> None:
     try:
         report = box.isolation_report()
         print(report.summary(), file=sys.stderr)
-        (run_dir / "sandbox_isolation.json").write_text(json.dumps(report.as_dict(), indent=2))
+        RunDir(run_dir).sandbox_report.write_text(json.dumps(report.as_dict(), indent=2))
         if model_code:
             box.require_strong()
     except SandboxError as exc:
@@ -223,7 +218,7 @@ def train(config_path: str, overrides: list[str], out=sys.stdout, check_tools: b
     env = child_env(run_dir, attempt, plan["overrides"])
     print(f"agentrl: training {plan['settings'].name} for {plan['total_steps']} steps on "
           f"{'CPU' if plan['cpu'] else 'GPU'}; run directory {run_dir}", file=out, flush=True)
-    log = open(run_dir / "training.log", "ab", buffering=0)
+    log = open(RunDir(run_dir).training_log, "ab", buffering=0)
     log.write(f"\n===== attempt {attempt} {time.strftime('%Y-%m-%d %H:%M:%S')} =====\n".encode())
     guard_cmd = [sys.executable, "-m", "agentrl.guard", "--lock-fd", str(lock.fileno()), "--", *cmd]
     proc = subprocess.Popen(guard_cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(run_dir),
@@ -255,8 +250,8 @@ def train(config_path: str, overrides: list[str], out=sys.stdout, check_tools: b
     if interrupted:
         return 130
     if proc.returncode != 0:
-        tail = run_metrics.error_tail(run_dir / "training.log")
-        print(f"agentrl: verl exited with code {proc.returncode}. Last error in {run_dir / 'training.log'}:\n{tail}",
+        tail = run_metrics.error_tail(RunDir(run_dir).training_log)
+        print(f"agentrl: verl exited with code {proc.returncode}. Last error in {RunDir(run_dir).training_log}:\n{tail}",
               file=out, flush=True)
         return proc.returncode or 1
     watcher.finish()

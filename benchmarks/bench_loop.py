@@ -103,20 +103,10 @@ class InstantConnection:
 
 
 def make_loop(spec_path: Path, server, tokenizer, response_length: int):
-    from omegaconf import OmegaConf
-    from verl.experimental.agent_loop.agent_loop import DictConfigWrap
+    from agentrl.verl.agent_loop import local_config, local_loop
 
-    from agentrl.verl.agent_loop import AgentrlAgentLoop
-
-    config = OmegaConf.create({
-        "agentrl": {"spec": str(spec_path)},
-        "actor_rollout_ref": {"rollout": {"response_length": response_length, "prompt_length": 2048,
-                                          "calculate_log_probs": True}},
-        "data": {"apply_chat_template_kwargs": {}},
-    })
-    return AgentrlAgentLoop(trainer_config=DictConfigWrap(config), server_manager=server, tokenizer=tokenizer,
-                            processor=None, dataset_cls=None, data_config=DictConfigWrap(config.data),
-                            hf_model_type="qwen2")
+    config = local_config(str(spec_path), prompt_length=2048, response_length=response_length)
+    return local_loop(config, server, tokenizer, "qwen2")
 
 
 def row(i: int) -> dict:
@@ -139,12 +129,12 @@ async def wave(loop_factory, server: InstantServer, rollouts: int) -> tuple[floa
 
 
 CATEGORIES = [  # first match wins: (category, substrings of the code's file path)
-    ("logging", ("agentrl/runlog.py",)),
+    ("logging", ("agentrl/runlog.py", "agentrl/rundir.py", "agentrl/record.py")),
     ("rewards", ("agentrl/rewards/", "agentrl/presets/", "/presets/", "sympy", "math_verify", "latex2sympy")),
     ("tools client", ("agentrl/tools/", "/mcp/", "/httpx", "/httpcore", "/anyio/", "/h11/", "/pydantic",
                       "/sse_starlette", "/opentelemetry/", "/jsonschema/", "/referencing/", "/sniffio/")),
     ("parsing", ("tool_parser", "/json/", "agentrl/trajectory.py", "/re/")),
-    ("loop", ("agentrl/verl/agent_loop.py", "verl/", "transformers/", "tokenizers", "jinja2", "omegaconf", "copy.py",
+    ("loop", ("agentrl/verl/agent_loop.py", "agentrl/episode.py", "verl/", "transformers/", "tokenizers", "jinja2", "omegaconf", "copy.py",
               "dataclasses.py", "uuid.py")),
     ("event loop, sockets", ("asyncio/", "selectors.py", "socket.py")),
 ]

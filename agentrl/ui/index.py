@@ -22,40 +22,18 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import msgspec
+
+from agentrl.record import RolloutSummary
+from agentrl.rundir import RunDir
 
 CHUNK = 16 * 2**20
 SCHEMA_VERSION = 3
 
 
-class _Call(msgspec.Struct):
-    name: Any = None
-
-
-class _Step(msgspec.Struct):
-    tool_calls: Optional[list[_Call]] = None
-
-
-class _Row(msgspec.Struct):
-    """The fields of one rollout the index keeps; everything else in the line is skipped by the decoder."""
-    step: Any = None
-    validation: Any = False
-    reward: Any = None
-    unscorable: Any = None
-    tool_calls: Any = 0
-    prompt_id: Any = None
-    rollout_id: Any = None
-    stop_reason: Any = None
-    trajectory: Optional[list[_Step]] = None
-    seconds: Any = None
-    model_seconds: Any = None
-    tool_seconds: Any = None
-    reward_seconds: Any = None
-
-
-_decode = msgspec.json.Decoder(_Row).decode
+_decode = msgspec.json.Decoder(RolloutSummary).decode
 
 
 def _number(x: Any) -> float | None:
@@ -90,7 +68,7 @@ def index_dir(run_dir: Path) -> Path:
 class RolloutIndex:
     def __init__(self, run_dir: str | Path, path: str | Path | None = None) -> None:
         self.run_dir = Path(run_dir)
-        self.file = self.run_dir / "rollouts.jsonl"
+        self.file = RunDir(self.run_dir).rollouts
         self.db_path = Path(path) if path else index_dir(self.run_dir) / "rollouts.sqlite"
         self.lock = threading.RLock()
         self.db = sqlite3.connect(str(self.db_path), check_same_thread=False)

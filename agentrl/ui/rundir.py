@@ -25,15 +25,16 @@ from typing import Any
 import yaml
 
 from agentrl.metrics import error_tail, last_complete_checkpoint
+from agentrl.rundir import RunDir
 from agentrl.runlog import read_jsonl
 
-RUN_MARKERS = ("config.yaml", "metrics.jsonl", "training.log", "rollouts.jsonl")
-DOWNLOADS = ("config.yaml", "training.log", "metrics.jsonl", "rollouts.jsonl")
+RUN_MARKERS = RunDir.MARKERS
+DOWNLOADS = (RunDir.CONFIG, RunDir.TRAINING_LOG, RunDir.METRICS, RunDir.ROLLOUTS)
 ATTEMPT = re.compile(rb"^===== attempt (\d+) (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) =====$", re.M)
 
 
 def is_run(path: Path) -> bool:
-    return path.is_dir() and any((path / m).exists() for m in RUN_MARKERS)
+    return RunDir(path).is_run()
 
 
 def find_runs(root: str | Path) -> dict[str, Path]:
@@ -54,33 +55,8 @@ def find_runs(root: str | Path) -> dict[str, Path]:
     return found
 
 
-def _held_flock(path: Path) -> bool | None:
-    """Whether some process holds a flock on ``path``, read from /proc/locks so the check never takes the lock."""
-    try:
-        st = path.stat()
-        locks = Path("/proc/locks").read_text()
-    except OSError:
-        return None
-    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    return any(line.split()[1] == "FLOCK" and dev in line.split() for line in locks.splitlines() if len(line.split()) > 5)
-
-
 def is_running(run_dir: Path) -> bool:
-    lock = run_dir / ".agentrl.lock"
-    if not lock.exists():
-        return False
-    held = _held_flock(lock)
-    if held is not None:
-        return held
-    import fcntl  # no /proc: take and drop a shared lock (a trainer holds it exclusively)
-
-    with open(lock) as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(fh, fcntl.LOCK_UN)
-        return False
+    return RunDir(run_dir).is_running()
 
 
 def read_config(run_dir: Path) -> dict[str, Any]:

@@ -21,12 +21,15 @@ from pathlib import Path
 
 import yaml
 
+from agentrl.record import RolloutRecord
+from agentrl.rundir import RunDir
+
 TOOLS = ("add", "subtract", "multiply")
 
 
 def write_config(run: Path, total: int, batch: int = 4, samples: int = 4) -> None:
     run.mkdir(parents=True, exist_ok=True)
-    (run / "config.yaml").write_text(yaml.safe_dump({
+    RunDir(run).config.write_text(yaml.safe_dump({
         "agentrl": {"name": run.name, "model": "demo", "train_data": "data/train.jsonl", "val_data": "data/val.jsonl",
                     "tools": ["calculator"], "rewards": [{"name": "math", "weight": 1.0},
                                                          {"name": "./my_reward.py", "weight": 0.5}],
@@ -67,14 +70,15 @@ def rollout(step: int, prompt: int, sample: int, rng: random.Random, pad: int = 
     components = {"math": 1.0 if right else 0.0, "my_reward": 1.0 if use_tool else 0.0}
     reward = None if unscorable else (components["math"] + 0.5 * components["my_reward"]) / 1.5
     started = time.time()
-    return {"rollout_id": f"r-{step:05d}{prompt:04d}{sample:03d}{'v' if validation else ''}",
-            "prompt_id": f"{'val' if validation else 'train'}:{prompt}", "source": f"data/train.jsonl:{prompt}",
-            "step": step, "messages": messages, "trajectory": trajectory, "tool_calls": int(use_tool),
-            "user_turns": 0, "reward": reward, "components": {} if unscorable else components,
-            "unscorable": unscorable, "stop_reason": "tool_infra_error" if unscorable else "answered",
-            "response_tokens": 8 + 40 * use_tool, "started_at": started, "finished_at": started + 0.4,
-            "seconds": 0.4, "model_seconds": 0.3, "tool_seconds": 0.05 * use_tool, "reward_seconds": 0.02,
-            "validation": validation}
+    return RolloutRecord(
+        rollout_id=f"r-{step:05d}{prompt:04d}{sample:03d}{'v' if validation else ''}",
+        prompt_id=f"{'val' if validation else 'train'}:{prompt}", source=f"data/train.jsonl:{prompt}",
+        step=step, policy_version=step, messages=messages, trajectory=trajectory, tool_calls=int(use_tool),
+        user_turns=0, reward=reward, components={} if unscorable else components,
+        unscorable=unscorable, stop_reason="tool_infra_error" if unscorable else "answered",
+        response_tokens=8 + 40 * use_tool, started_at=started, finished_at=started + 0.4,
+        seconds=0.4, model_seconds=0.3, tool_seconds=0.05 * use_tool, reward_seconds=0.02,
+        validation=validation).to_dict()
 
 
 def metric_line(step: int, rng: random.Random, validation: bool = False) -> dict:
@@ -103,7 +107,7 @@ def append_step(run: Path, step: int, prompts: int = 4, samples: int = 4, seed: 
     rng = random.Random(seed * 100003 + step)
     validates = bool(val_every and step % val_every == 0)
     val_rollouts = []
-    with (run / "rollouts.jsonl").open("a") as fh:
+    with RunDir(run).rollouts.open("a") as fh:
         for p in range(prompts):
             for s in range(samples):
                 fh.write(json.dumps(rollout(step if split else step - 1, p, s, rng, pad)) + "\n")
@@ -122,9 +126,9 @@ def append_step(run: Path, step: int, prompts: int = 4, samples: int = 4, seed: 
                           "val/rollouts": len(val_rollouts), "val/unscorable": len(val_rollouts) - len(scored),
                           "val/tool_calls_per_rollout": sum(r["tool_calls"] for r in val_rollouts) / len(val_rollouts),
                           "verl": {"val-core/agentrl/reward/mean@1": 0.5}})
-    with (run / "metrics.jsonl").open("a") as fh:
+    with RunDir(run).metrics.open("a") as fh:
         fh.writelines(json.dumps(x) + "\n" for x in lines)
-    with (run / "training.log").open("a") as fh:
+    with RunDir(run).training_log.open("a") as fh:
         fh.write(f"(TaskRunner pid=1) step:{step} - actor/loss:-0.3 critic/score/mean:0.4\n")
 
 
@@ -134,7 +138,7 @@ def save_checkpoint(run: Path, step: int) -> None:
     (hf / "config.json").write_text("{}")
     (hf / "model.safetensors").write_bytes(b"\0" * 4096)
     (run / "checkpoints" / "latest_checkpointed_iteration.txt").write_text(str(step))
-    (run / "checkpoint_status.json").write_text(json.dumps({"complete": True, "step": step, "path": str(hf.parent.parent),
+    RunDir(run).checkpoint_status.write_text(json.dumps({"complete": True, "step": step, "path": str(hf.parent.parent),
                                                             "hf_model": str(hf), "saved_at": time.strftime("%Y-%m-%dT%H:%M:%S")}))
 
 
@@ -142,7 +146,7 @@ def write_run(run: Path, steps: int, total: int | None = None, prompts: int = 4,
               save_every: int = 5, seed: int = 0, split: bool = False) -> Path:
     run = Path(run)
     write_config(run, total or steps, prompts, samples)
-    with (run / "training.log").open("a") as fh:
+    with RunDir(run).training_log.open("a") as fh:
         fh.write(f"\n===== attempt 1 {time.strftime('%Y-%m-%d %H:%M:%S')} =====\n")
     for step in range(1, steps + 1):
         append_step(run, step, prompts, samples, seed, pad, split=split)
@@ -177,7 +181,7 @@ def main() -> None:
     if args.target_mb:
         run.mkdir(parents=True, exist_ok=True)
         write_config(run, 10**6, 16, 16)
-        size, steps = write_big_rollouts(run / "rollouts.jsonl", args.target_mb * 2**20)
+        size, steps = write_big_rollouts(RunDir(run).rollouts, args.target_mb * 2**20)
         print(f"{run / 'rollouts.jsonl'}: {size / 2**20:.0f} MiB, {steps} steps")
     else:
         write_run(run, args.steps, args.total)

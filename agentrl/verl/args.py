@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrl.config import AgentrlSettings, flatten
+from agentrl.rundir import RunDir
 
 # What verl needs to run on a machine with no GPU (each line is an obstacle met and passed):
 CPU_DEFAULTS: dict[str, Any] = {
@@ -209,5 +210,5 @@ def child_env(run_dir: Path, attempt: int, overrides: dict[str, Any]) -> dict[st
     env.setdefault("RAY_DEDUP_LOGS", "0")
     env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     env["AGENTRL_RUN_DIR"] = str(run_dir)  # agentrl.verl.pacing records which groups each step trained
-    env["VERL_FILE_LOGGER_PATH"] = str(run_dir / "logs" / f"verl_metrics.{attempt}.jsonl")
+    env["VERL_FILE_LOGGER_PATH"] = str(RunDir(run_dir).verl_metrics(attempt))
     return env

@@ -64,11 +64,9 @@ def patch(module) -> None:
             sampler.sample = _recording(vars(sampler)["sample"])
 
 
-TRAINED = "logs/trained.jsonl"
-
-
 def _recording(sample):
-    """Wrap a replay buffer's ``sample`` so each training batch's groups are appended to ``TRAINED``."""
+    """Wrap a replay buffer's ``sample`` so each training batch's groups are appended to the run
+    directory's ``logs/trained.jsonl``."""
     if getattr(sample, "_agentrl_recording", False):
         return sample
 
@@ -77,10 +75,11 @@ def _recording(sample):
         batch, metrics = sample(self, global_steps, partition_id, batch_size, *args, **kwargs)
         run_dir = os.environ.get("AGENTRL_RUN_DIR")
         if run_dir and partition_id == "train":
+            from agentrl.rundir import RunDir
             from agentrl.runlog import append_jsonl
 
             groups = sorted({key.split("_", 1)[0] for key in batch.keys})
-            append_jsonl(os.path.join(run_dir, TRAINED), {"step": int(global_steps), "groups": groups})
+            append_jsonl(RunDir(run_dir).trained, {"step": int(global_steps), "groups": groups})
         return batch, metrics
 
     recorded._agentrl_recording = True  # type: ignore[attr-defined]

@@ -9,6 +9,6 @@
     agentrl export runs/demo exported/
 
 Everything that generates runs the training agent loop (:class:`agentrl.verl.agent_loop.AgentrlAgentLoop`)
-against a local engine (:mod:`agentrl.workflow.engine`), so tools, parsing, budgets and rewards are the
+against a local engine (:mod:`agentrl.verl.engine`), so tools, parsing, budgets and rewards are the
 ones training uses.
 """

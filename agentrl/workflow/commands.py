@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 
 from agentrl.workflow.show import Output
 
@@ -22,10 +21,9 @@ def _quiet() -> None:
     """verl logs every prompt it cuts to prompt_length and every tool call it cannot decode; here these
     would bury the tables. `agentrl data check` reports cut prompts per row, and a malformed call reaches
     the record as an error tool result."""
-    from verl.experimental.agent_loop import agent_loop, tool_parser
+    from agentrl.verl.agent_loop import quiet_logs
 
-    agent_loop.logger.setLevel(logging.ERROR)
-    tool_parser.logger.setLevel(logging.CRITICAL)
+    quiet_logs()
 
 
 def _data(args: argparse.Namespace) -> int:

@@ -146,10 +146,11 @@ def test_off_policy_rollouts_are_placed_at_the_step_that_trained_them(tmp_path):
     with its newest rollouts, once; a group no step trained stays out of the step lines."""
     import io
 
-    from agentrl.metrics import GENERATED, TRAINED, Watcher
+    from agentrl.metrics import Watcher
+    from agentrl.rundir import RunDir
 
     (tmp_path / "logs").mkdir()
-    gen, trained = tmp_path / GENERATED, tmp_path / TRAINED
+    gen, trained = RunDir(tmp_path).generated, RunDir(tmp_path).trained
     for n in range(2):
         append_jsonl(gen, _generated("a", n, drawn=1, version=0))
         append_jsonl(gen, _generated("b", n, drawn=1, version=0, reward=0.0))
@@ -183,11 +184,13 @@ def test_off_policy_rollouts_are_placed_at_the_step_that_trained_them(tmp_path):
 
 
 def test_rewind_sets_aside_the_trained_groups_of_steps_past_the_checkpoint(tmp_path):
-    from agentrl.metrics import TRAINED, rewind
+    from agentrl.metrics import rewind
+    from agentrl.rundir import RunDir
 
     (tmp_path / "logs").mkdir()
+    trained = RunDir(tmp_path).trained
     for step in (1, 2, 3):
-        append_jsonl(tmp_path / TRAINED, {"step": step, "groups": [f"g{step}"]})
+        append_jsonl(trained, {"step": step, "groups": [f"g{step}"]})
     rewind(tmp_path, 2, attempt=2)
-    assert [r["step"] for r in read_jsonl(tmp_path / TRAINED)[0]] == [1, 2]
+    assert [r["step"] for r in read_jsonl(trained)[0]] == [1, 2]
     assert [r["step"] for r in read_jsonl(tmp_path / "logs" / "rewound.2.trained.jsonl")[0]] == [3]

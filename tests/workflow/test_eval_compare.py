@@ -147,7 +147,7 @@ def test_bad_rewards_and_dead_tool_servers_stop_before_the_model_loads(demo_conf
                                                                        monkeypatch):
     import yaml
 
-    from agentrl.workflow import engine
+    from agentrl.verl import engine
 
     def no_engine(*a, **k):
         raise AssertionError("the model was loaded before the config was checked")

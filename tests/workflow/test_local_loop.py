@@ -60,14 +60,14 @@ def test_wrong_answers_score_zero_not_unscorable(settings, scripted):
 
 
 def test_bad_model_folder_is_a_clear_error(settings, tmp_path):
-    from agentrl.workflow.engine import EngineError
+    from agentrl.verl.engine import EngineError
 
     with pytest.raises(EngineError, match="not a HuggingFace model folder"):
         LocalRunner(settings, str(tmp_path))
 
 
 def test_vllm_engine_without_vllm_says_how_to_get_it(settings):
-    from agentrl.workflow.engine import EngineError, open_engine, vllm_available
+    from agentrl.verl.engine import EngineError, open_engine, vllm_available
 
     if vllm_available():
         pytest.skip("vLLM and a GPU are present; this test covers their absence")

@@ -1,0 +1,261 @@
+"""The agent's episode, verl-free: row → turns → tools → trajectory → rewards → one :class:`RolloutRecord`.
+
+    episode = Episode(WorkerState(spec), policy)       # policy: the model side (see Policy)
+    record = await episode.run(row, {"temperature": 1.0})
+    record.reward, record.trajectory, record.stop_reason
+
+One sample, start to end:
+1. the row (``agentrl.dataset.loop_record``: messages, metadata, id, source, split, fields) becomes the
+   ``item`` rewards see;
+2. a per-rollout MCP session opens; its tool schemas go to the policy, which builds the prompt;
+3. each assistant turn comes from the policy (text plus the tool calls its parser found);
+4. tool calls run concurrently through the ToolHub, within the turn and rollout budgets; calls the parser
+   could not decode get an error result the model can read;
+5. optionally a simulated user (an LLM through litellm) answers turns that call no tool;
+6. the finished trajectory becomes the ``sample`` and the RewardSet scores it;
+7. the record is appended to the run directory's ``rollouts.jsonl`` and returned.
+
+A rollout that could not be scored (tool server down, generation aborted, reward crashed) has reward
+``None`` and ``unscorable`` set; it is never scored 0.
+
+The policy owns the tokens: in training it is verl's token stream (``agentrl.verl.agent_loop``), where
+tool and user tokens are masked out and generated ids are never re-encoded; a test can script one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Optional, Protocol
+
+from agentrl.record import RolloutRecord
+from agentrl.rundir import RunDir
+from agentrl.trajectory import make_item, make_sample, make_step, unwrap
+
+_TOOL_BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+
+
+class GenerationAborted(Exception):
+    """The model server aborted a generation, possibly with no tokens: ``GenerationAborted(why[, partial_text])``."""
+
+
+class Call(NamedTuple):
+    """A tool call the policy's parser decoded from one turn."""
+
+    name: str
+    arguments: Any  # a dict, or the JSON text of one
+
+
+class Turn(NamedTuple):
+    text: str  # the turn's visible text (special tokens skipped)
+    calls: list  # Call-like objects (name, arguments)
+
+
+class Policy(Protocol):
+    """The model side of one episode. It keeps the token stream and its budget."""
+
+    versions: dict[str, Any]  # policy versions the model server reported for this rollout (global_steps, ...)
+    model_seconds: float  # time spent waiting for the model server
+
+    async def start(self, messages: list[dict], tools: Optional[list]) -> None:
+        """Build the prompt from the conversation so far and the tool schemas."""
+
+    def room(self) -> int:
+        """Response tokens left in this rollout's budget."""
+
+    async def generate(self, sampling_params: dict[str, Any], room: int) -> Turn:
+        """The next assistant turn, at most ``room`` tokens; raises GenerationAborted."""
+
+    async def extend(self, previous: list[dict], messages: list[dict], tools: Optional[list]) -> bool:
+        """Append tool or user messages (the conversation was ``previous``, is now ``messages``); False when
+        they do not fit the response budget."""
+
+    async def finish(self, prompt: list[dict]) -> int:
+        """The rollout is over: close the token stream (``prompt``: the row's messages, for a rollout that
+        failed before its prompt was built) and return its response length in tokens."""
+
+
+class _NoTools:
+    async def tool_schemas(self) -> list:
+        return []
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        return False
+
+
+@dataclass
+class _Progress:
+    """The structured side of a rollout in progress (the policy keeps the tokens)."""
+
+    messages: list[dict]
+    steps: list[dict] = field(default_factory=list)
+    tool_calls: int = 0
+    user_turns: int = 0
+    stop_reason: str = "answered"
+    tool_seconds: float = 0.0
+
+
+class Episode:
+    """One rollout of the agent: ``state`` (rewards, tools, simulated user, agent settings) and a ``policy``."""
+
+    def __init__(self, state: Any, policy: Policy) -> None:
+        self.state = state
+        self.agent = state.spec.agent
+        self.policy = policy
+
+    async def run(self, row: dict, sampling_params: dict[str, Any], *, trainer_step: Any = None,
+                  group: Optional[str] = None, step_known: bool = True) -> RolloutRecord:
+        """Play ``row`` to the end, score it, log it; ``trainer_step``: the step the prompt was drawn for."""
+        started, wall_started = time.perf_counter(), time.time()
+        item = make_item(row["messages"], row.get("metadata"), **row.get("fields", {}), id=row["id"], source=row.get("source"))
+        rollout_id = f"r-{uuid.uuid4().hex[:16]}"
+        hub = self.state.hub()
+        st = _Progress(messages=[dict(m) for m in row["messages"]])
+        unscorable: str | None = None
+        session_cm = hub.rollout(rollout_id, allowed_tools=item.metadata.get("allowed_tools")) if hub else _NoTools()
+        try:
+            async with session_cm as session:
+                await self._converse(st, session, hub is not None, item, sampling_params)
+        except GenerationAborted as exc:  # the model server gave up on it: the answer is not the model's whole answer
+            unscorable, st.stop_reason = f"model: {exc.args[0]}", "aborted"
+            if len(exc.args) > 1:
+                st.steps.append(make_step(exc.args[1]))
+        except Exception as exc:  # infrastructure failure: unscorable, never 0
+            from agentrl.tools import ToolInfraError
+
+            if not isinstance(exc, ToolInfraError):
+                raise
+            unscorable, st.stop_reason = f"tools: {exc}", "tool_infra_error"
+
+        steps = st.steps or [make_step("")]
+        messages = st.messages
+        if messages[-1].get("role") != "assistant" and steps[-1]["response"]:
+            messages.append({"role": "assistant", "content": steps[-1]["response"]})
+        sample = make_sample(rollout_id, steps, messages=messages)
+        reward_started = time.perf_counter()
+        score, components, passed = None, {}, {}
+        if unscorable is None:
+            result = await self.state.rewards.ascore(sample, item)
+            score, components, unscorable, passed = result.score, result.components, result.unscorable, result.passed
+        reward_seconds = time.perf_counter() - reward_started
+
+        response_tokens = await self.policy.finish(row["messages"])
+        version = self.policy.versions.get("global_steps", self.state.last_versions["global_steps"])
+        record = RolloutRecord(
+            rollout_id=rollout_id, prompt_id=item.id, source=item.get("source"),
+            step=int(trainer_step) if trainer_step is not None else version,
+            validation=row.get("split") == "val", policy_version=version, group=group,
+            messages=messages, trajectory=unwrap(steps), tool_calls=st.tool_calls, user_turns=st.user_turns,
+            reward=score, components=components, passed=passed, unscorable=unscorable, stop_reason=st.stop_reason,
+            response_tokens=response_tokens, started_at=round(wall_started, 3), finished_at=round(time.time(), 3),
+            seconds=round(time.perf_counter() - started, 4), model_seconds=round(self.policy.model_seconds, 4),
+            tool_seconds=round(st.tool_seconds, 4), reward_seconds=round(reward_seconds, 4))
+        run = RunDir(self.state.spec.run_dir)
+        if step_known or record.validation:
+            run.append_rollout(record)
+        else:  # off-policy training: the step that trains it is known later (agentrl.metrics.Watcher)
+            run.append_generated(record)
+        return record
+
+    async def _converse(self, st: _Progress, session: Any, has_tools: bool, item: Any,
+                        sampling_params: dict[str, Any]) -> None:
+        schemas = await session.tool_schemas() or None
+        await self.policy.start(st.messages, schemas)
+        user = self.state.simulated_user()
+        for turn in range(self.agent.max_turns):
+            room = self.policy.room()
+            if room <= 0:
+                st.stop_reason = "response_budget"
+                return
+            text, calls = await self.policy.generate(sampling_params, room)
+            step = make_step(text)
+            st.steps.append(step)
+            # the parser's content keeps special tokens (<|im_end|>); the message gets the visible text
+            assistant: dict[str, Any] = {"role": "assistant", "content": _TOOL_BLOCK.sub("", text).strip()}
+            results = _malformed_calls(text)
+            if not calls and not results:  # a plain answer: done, unless a simulated user replies
+                st.messages.append({"role": "assistant", "content": text})
+                reply = await user.next_message(st.messages, dict(item.metadata)) if user else None
+                if reply is None:
+                    return
+                step["user_reply"] = reply
+                st.user_turns += 1
+                if not await self._append(st, [{"role": "user", "content": reply}], schemas):
+                    return
+                continue
+            results += await self._run_tools(st, step, assistant, calls, session, has_tools)
+            step["tool_results"] = results
+            if turn == self.agent.max_turns - 1:
+                st.stop_reason = "turn_budget"
+                return
+            tool_messages = [{"role": "tool", "content": r["content"], "tool_call_id": r["id"]} for r in results]
+            if not await self._append(st, tool_messages, schemas):
+                return
+        st.stop_reason = "turn_budget"
+
+    async def _run_tools(self, st: _Progress, step: dict, assistant: dict, calls: list, session: Any,
+                         has_tools: bool) -> list[dict]:
+        """Run this turn's calls within the budgets; refused calls get an error result the model can read."""
+        from agentrl.tools import ToolCall
+
+        budget = self.agent.max_tool_calls - st.tool_calls
+        now = max(0, min(budget, self.agent.max_parallel_calls))
+        refused = [{"id": f"refused{n}", "name": c.name, "is_error": True,
+                    "content": "error: tool call not run: " + ("the tool-call budget of this rollout is used up; "
+                               "answer now" if budget <= 0 else "too many calls in one turn")}
+                   for n, c in enumerate(calls[now:])]
+        tool_calls = [ToolCall(id=f"c{st.tool_calls + i}", name=c.name, arguments=_as_args(c.arguments))
+                      for i, c in enumerate(calls[:now])]
+        st.tool_calls += len(tool_calls)
+        step["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in tool_calls]
+        assistant["tool_calls"] = [{"type": "function", "id": c.id, "function": {"name": c.name, "arguments": c.arguments}}
+                                   for c in tool_calls]
+        st.messages.append(assistant)
+        started = time.perf_counter()
+        if tool_calls and has_tools:
+            results = [r.to_dict() for r in await session.call_many(tool_calls)]
+        else:
+            results = [{"id": c.id, "name": c.name, "is_error": True,
+                        "content": "error: no tools are configured for this run"} for c in tool_calls]
+        st.tool_seconds += time.perf_counter() - started
+        return results + refused
+
+    async def _append(self, st: _Progress, new_messages: list[dict], schemas: list | None) -> bool:
+        """Append tool or user messages; False when the response budget is spent."""
+        previous = list(st.messages)
+        st.messages.extend(new_messages)
+        if not await self.policy.extend(previous, st.messages, schemas):
+            st.stop_reason = "response_budget"
+            return False
+        return True
+
+
+def _malformed_calls(text: str) -> list[dict]:
+    """Parsers drop tool calls they cannot decode; tell the model instead."""
+    bad = []
+    for n, block in enumerate(_TOOL_BLOCK.findall(text)):
+        try:
+            call = json.loads(block)
+            if isinstance(call, dict) and isinstance(call.get("name"), str) and "arguments" in call:
+                continue
+        except json.JSONDecodeError:
+            pass
+        bad.append({"id": f"malformed{n}", "name": "(unparsed)", "is_error": True,
+                    "content": 'error: malformed tool call; write <tool_call>{"name": "TOOL", '
+                               '"arguments": {...}}</tool_call> with valid JSON'})
+    return bad
+
+
+def _as_args(arguments: Any) -> Any:
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments)
+        except json.JSONDecodeError:
+            return arguments
+    return arguments

@@ -1,0 +1,92 @@
+"""One rollout, as ``rollouts.jsonl`` keeps it: the record the episode returns and every reader shares.
+
+    record = await Episode(state, policy).run(row, sampling_params)     # agentrl.episode
+    record.reward, record.components, record.unscorable, record.trajectory
+    record.to_dict()                          # one line of rollouts.jsonl (the JSON keys below)
+    RolloutRecord.from_dict(json.loads(line)) # back again; keys a file lacks take their defaults
+
+The agent loop in training, the local engine (``agentrl eval``/``prior``), the job page's index
+(:class:`RolloutSummary`, the few fields it files rollouts by) and the synthetic run writer all use these
+two classes, so the file's keys are declared here and nowhere else.
+
+``reward`` is ``None`` when the rollout could not be scored; ``unscorable`` then says why (``"tools: ..."``,
+``"model: ..."``, or a reward's own reason), and GRPO leaves the rollout out of its group. "Could not
+score" is never 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Optional
+
+import msgspec
+
+
+@dataclass
+class RolloutRecord:
+    rollout_id: str
+    prompt_id: Any = None  # the row's id (its own "id", else file:line:hash)
+    source: Optional[str] = None  # file:line of the row
+    step: Any = None  # the trainer step this prompt was drawn for
+    validation: bool = False
+    policy_version: Any = None  # the weights version (verl's global_steps) the answer was generated with
+    group: Optional[str] = None  # verl's id of the prompt's GRPO group (its uid)
+    drawn_step: Any = None  # off-policy runs: the step the prompt was drawn for (step: the one that trained it)
+    staleness: Optional[int] = None  # off-policy runs: step - 1 - policy_version, updates between generating and training
+    messages: list = field(default_factory=list)  # the whole conversation, prompt included
+    trajectory: list = field(default_factory=list)  # one {response, tool_calls, tool_results} per assistant turn
+    tool_calls: int = 0
+    user_turns: int = 0
+    reward: Optional[float] = None
+    components: dict = field(default_factory=dict)  # per reward, by label
+    passed: dict = field(default_factory=dict)  # per grader with a pass_threshold
+    unscorable: Optional[str] = None
+    stop_reason: str = "answered"  # answered, turn_budget, response_budget, aborted, tool_infra_error
+    response_tokens: int = 0
+    started_at: float = 0.0  # wall clock, seconds since the epoch
+    finished_at: float = 0.0
+    seconds: float = 0.0
+    model_seconds: float = 0.0
+    tool_seconds: float = 0.0
+    reward_seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The line's JSON object (shallow: messages and trajectory are the record's own lists)."""
+        return {name: getattr(self, name) for name in KEYS}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RolloutRecord":
+        """A line of rollouts.jsonl (keys it lacks take their defaults; keys this agentrl does not know are
+        dropped)."""
+        return cls(**{k: v for k, v in data.items() if k in _KEY_SET})
+
+
+KEYS: tuple[str, ...] = tuple(f.name for f in fields(RolloutRecord))
+_KEY_SET = frozenset(KEYS)
+
+
+class _Call(msgspec.Struct):
+    name: Any = None
+
+
+class _Step(msgspec.Struct):
+    tool_calls: Optional[list[_Call]] = None
+
+
+class RolloutSummary(msgspec.Struct):
+    """The fields of a :class:`RolloutRecord` the job page's index files rollouts by; msgspec skips the rest
+    of the line while decoding, so a gigabyte of rollouts indexes without building the messages."""
+
+    step: Any = None
+    validation: Any = False
+    reward: Any = None
+    unscorable: Any = None
+    tool_calls: Any = 0
+    prompt_id: Any = None
+    rollout_id: Any = None
+    stop_reason: Any = None
+    trajectory: Optional[list[_Step]] = None
+    seconds: Any = None
+    model_seconds: Any = None
+    tool_seconds: Any = None
+    reward_seconds: Any = None
