@@ -75,7 +75,7 @@ def rollout_summary(rollouts: list[dict]) -> dict[str, Any]:
     if stale:  # off-policy runs: how many updates behind the trained policy each rollout was generated
         out["staleness_mean"] = statistics.fmean(stale)
         out["staleness_max"] = max(stale)
-        out["staleness"] = {str(k): stale.count(k) for k in sorted(set(stale))}
+        out.update({f"staleness/{k}": stale.count(k) for k in sorted(set(stale))})  # rollouts per value
     return out
 
 

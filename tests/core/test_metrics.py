@@ -171,8 +171,9 @@ def test_off_policy_rollouts_are_placed_at_the_step_that_trained_them(tmp_path):
         ("a", 1, 1, 0), ("a", 1, 1, 0), ("b", 2, 1, 1), ("b", 2, 1, 1), ("c", 2, 1, 0), ("c", 2, 1, 0)]
     assert all(r["policy_version"] == 1 for r in placed if r["group"] == "c")  # the re-issued rollouts
     lines = {m["step"]: m for m in read_jsonl(tmp_path / "metrics.jsonl")[0]}
-    assert lines[1]["rollouts"] == 2 and lines[1]["staleness"] == {"0": 2} and lines[1]["staleness_max"] == 0
-    assert lines[2]["rollouts"] == 4 and lines[2]["staleness"] == {"0": 2, "1": 2}
+    assert lines[1]["rollouts"] == 2 and lines[1]["staleness/0"] == 2 and lines[1]["staleness_max"] == 0
+    assert "staleness/1" not in lines[1]
+    assert lines[2]["rollouts"] == 4 and (lines[2]["staleness/0"], lines[2]["staleness/1"]) == (2, 2)
     assert lines[2]["staleness_mean"] == 0.5 and lines[2]["reward_mean"] == 0.0
     assert "staleness 0.50 (max 1)" in out.getvalue()
 
