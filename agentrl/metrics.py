@@ -24,25 +24,7 @@ from typing import Any, TextIO
 
 from agentrl.rundir import RunDir
 from agentrl.runlog import append_jsonl, read_jsonl
-
-# metrics.jsonl name <- verl metric name
-VERL_KEYS = {
-    "response_length": "response_length/mean",
-    "kl": "actor/ppo_kl",
-    "kl_loss": "actor/kl_loss",
-    "advantages_mean": "critic/advantages/mean",
-    "advantages_max": "critic/advantages/max",
-    "advantages_min": "critic/advantages/min",
-    "loss": "actor/loss",
-    "pg_loss": "actor/pg_loss",
-    "entropy": "actor/entropy",
-    "grad_norm": "actor/grad_norm",
-    "learning_rate": "actor/lr",
-    "step_time": "timing_s/step",
-    "generation_time": "timing_s/gen",
-    "update_time": "timing_s/update_actor",
-    "verl_score_mean": "critic/score/mean",
-}
+from agentrl.verl.metric_names import SCORE_MEAN, TRAINING_PREFIXES, VALIDATION_PREFIX, VERL_KEYS
 
 
 def _finite(x: Any) -> float | None:
@@ -305,9 +287,9 @@ class Watcher:
         records, self.verl_offset = read_jsonl(self.verl_file, self.verl_offset)
         for rec in records:
             step, data = int(rec.get("step", 0)), rec.get("data", {})
-            if any(k.startswith("val") for k in data):
+            if any(k.startswith(VALIDATION_PREFIX) for k in data):
                 self._validation(step, data)
-            if any(k.startswith("actor/") or k.startswith("critic/") for k in data):
+            if any(k.startswith(TRAINING_PREFIXES) for k in data):
                 self._step(step, data)
         status = check_checkpoint(self.run_dir)
         if status:
@@ -334,7 +316,7 @@ class Watcher:
         line: dict[str, Any] = {"step": step, "validation": False, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
         line.update(rollout_summary(rollouts))
         if line["reward_mean"] is None and not rollouts:
-            line["reward_mean"] = _finite(data.get("critic/score/mean"))
+            line["reward_mean"] = _finite(data.get(SCORE_MEAN))
         for ours, theirs in VERL_KEYS.items():
             if theirs in data:
                 line[ours] = _finite(data[theirs])

@@ -30,7 +30,9 @@ def append_jsonl(path: str | Path, record: dict[str, Any]) -> None:
 
 
 def append_rollout(run_dir: str, record: dict[str, Any]) -> None:
-    append_jsonl(Path(run_dir) / "rollouts.jsonl", record)
+    from agentrl.rundir import RunDir
+
+    RunDir(run_dir).append_rollout(record)
 
 
 def read_jsonl(path: str | Path, start: int = 0) -> tuple[list[dict], int]:

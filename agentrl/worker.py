@@ -62,6 +62,16 @@ class WorkerState:
             settle_gc()
         return cls._by_file[path]
 
+    @classmethod
+    def for_spec(cls, spec: RunSpec) -> "WorkerState":
+        """The state of this worker process for a spec built in the process (verl's Hydra keys)."""
+        key = spec.model_dump_json()
+        if key not in cls._by_file:
+            state = cls._by_file[key] = cls(spec)
+            state.warm_up()
+            settle_gc()
+        return cls._by_file[key]
+
     def warm_up(self) -> None:
         """Load the rewards and import the tools client now, so the modules they bring join ``settle_gc``."""
         self.rewards  # noqa: B018  (loads the reward set)

@@ -27,6 +27,7 @@ import yaml
 from agentrl.metrics import error_tail, last_complete_checkpoint
 from agentrl.rundir import RunDir
 from agentrl.runlog import read_jsonl
+from agentrl.verl.metric_names import CHART_PREFIXES
 
 RUN_MARKERS = RunDir.MARKERS
 DOWNLOADS = (RunDir.CONFIG, RunDir.TRAINING_LOG, RunDir.METRICS, RunDir.ROLLOUTS)
@@ -61,7 +62,7 @@ def is_running(run_dir: Path) -> bool:
 
 def read_config(run_dir: Path) -> dict[str, Any]:
     try:
-        doc = yaml.safe_load((run_dir / "config.yaml").read_text()) or {}
+        doc = yaml.safe_load(RunDir(run_dir).config.read_text()) or {}
     except (OSError, yaml.YAMLError):
         return {}
     return doc if isinstance(doc, dict) else {}
@@ -82,21 +83,21 @@ def total_steps(run_dir: Path, config: dict[str, Any]) -> int | None:
 
 def metric_lines(run_dir: Path, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
     """metrics.jsonl lines from a byte offset, without verl's raw dict (what the charts need is kept)."""
-    records, end = read_jsonl(run_dir / "metrics.jsonl", offset)
+    records, end = read_jsonl(RunDir(run_dir).metrics, offset)
     return [slim(r) for r in records], end
 
 
 def slim(record: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in record.items() if k != "verl" and (isinstance(v, (int, float, str)) or v is None)}
     for k, v in (record.get("verl") or {}).items():
-        if k.startswith(("timing_s/", "val", "response_length/", "critic/score/")):
+        if k.startswith(CHART_PREFIXES):
             out.setdefault(k, v)
     return out
 
 
 def _attempts(run_dir: Path) -> list[tuple[int, float]]:
     try:
-        with (run_dir / "training.log").open("rb") as fh:
+        with RunDir(run_dir).training_log.open("rb") as fh:
             head = fh.read(4096)
     except OSError:
         return []
@@ -136,12 +137,12 @@ def _last_lines(path: Path, n: int) -> list[str]:
 
 
 def log_tail(run_dir: Path, n: int = 200) -> list[str]:
-    return _last_lines(run_dir / "training.log", n)
+    return _last_lines(RunDir(run_dir).training_log, n)
 
 
 def _last_metric(run_dir: Path) -> dict[str, Any]:
     """The last training line of metrics.jsonl (validation lines, ``"validation": true``, are skipped)."""
-    for line in reversed(_last_lines(run_dir / "metrics.jsonl", 8)):
+    for line in reversed(_last_lines(RunDir(run_dir).metrics, 8)):
         try:
             record = json.loads(line)
         except ValueError:
@@ -161,8 +162,8 @@ def run_info(run_dir: Path, name: str | None = None) -> dict[str, Any]:
     running = is_running(run_dir)
     checkpoint = last_complete_checkpoint(run_dir)
     attempts = _attempts(run_dir)
-    started = attempts[0][1] if attempts else (run_dir / "config.yaml").stat().st_mtime \
-        if (run_dir / "config.yaml").exists() else None
+    started = attempts[0][1] if attempts else RunDir(run_dir).config.stat().st_mtime \
+        if RunDir(run_dir).config.exists() else None
     detail = ""
     if running:
         status = "running"
@@ -170,15 +171,15 @@ def run_info(run_dir: Path, name: str | None = None) -> dict[str, Any]:
         status = "finished"
     else:
         status = "resumable" if checkpoint else "failed"
-        if not (run_dir / "training.log").exists():
+        if not RunDir(run_dir).training_log.exists():
             detail = "never started (no training.log)"
         else:
-            tail = error_tail(run_dir / "training.log", lines=8)
+            tail = error_tail(RunDir(run_dir).training_log, lines=8)
             detail = tail if re.search(r"(Error|Exception)\b", tail) else \
                 "training.log ends without an error: the trainer was interrupted or killed"
         if checkpoint:
             detail = f"stopped at step {step}; `agentrl train` on this config resumes from step {checkpoint['step']}\n" + detail
-    mtimes = [p.stat().st_mtime for p in (run_dir / "metrics.jsonl", run_dir / "training.log") if p.exists()]
+    mtimes = [p.stat().st_mtime for p in (RunDir(run_dir).metrics, RunDir(run_dir).training_log) if p.exists()]
     ended = None if running or not mtimes else max(mtimes)
     eta = _eta(run_dir, step, total) if running else None
     return {
@@ -192,7 +193,7 @@ def run_info(run_dir: Path, name: str | None = None) -> dict[str, Any]:
 
 def _first_metric(run_dir: Path) -> dict[str, Any]:
     try:
-        with (run_dir / "metrics.jsonl").open("rb") as fh:
+        with RunDir(run_dir).metrics.open("rb") as fh:
             return json.loads(fh.readline())
     except (OSError, ValueError):
         return {}

@@ -19,19 +19,78 @@ A rollout that could not be scored (tool server down, reward crashed) reaches ve
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
+from pathlib import Path
 from typing import Any, Optional
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, DictConfigWrap, register
 from verl.experimental.agent_loop.tool_parser import ToolParser
 
+from agentrl.errors import AgentrlError
 from agentrl.episode import Episode, GenerationAborted, Turn, _as_args, _malformed_calls  # noqa: F401  (re-exported)
 from agentrl.record import RolloutRecord
+from agentrl.verl.rows import loop_row, plain
 from agentrl.worker import WorkerState
 
 _VERSION_KEYS = ("global_steps", "min_global_steps", "max_global_steps")
+
+
+class LoopConfigError(AgentrlError):
+    """``default_agent_loop=agentrl`` without the agentrl settings it needs; the message names the key."""
+
+
+HYDRA_KEYS = ("rewards", "tools", "tool_allow", "agent", "run_dir")
+_EXAMPLE = "+agentrl.rewards='[{name:math}]'"
+
+
+def worker_state(config: Any) -> WorkerState:
+    """This worker's state for verl's config: the spec ``agentrl train`` wrote (``agentrl.spec``), else the
+    settings given as Hydra keys on verl's command line (``+agentrl.rewards=...``, ``+agentrl.tools=...``,
+    ``+agentrl.agent.max_turns=...``, ``+agentrl.run_dir=...``), read into the same typed ``RunSpec``."""
+    block = config.get("agentrl")
+    cached = _states.get(id(block))
+    if cached is not None and cached[0] is block:  # verl builds a loop per rollout from the same config
+        return cached[1]
+    state = _worker_state(block, config)
+    _states[id(block)] = (block, state)
+    return state
+
+
+_states: dict[int, tuple[Any, WorkerState]] = {}
+
+
+def _worker_state(block: Any, config: Any) -> WorkerState:
+    from pydantic import ValidationError
+
+    from agentrl.spec import RunSpec
+
+    if block is None:
+        raise LoopConfigError(
+            "actor_rollout_ref.rollout.agent.default_agent_loop=agentrl needs agentrl's settings: add "
+            f"{_EXAMPLE} (rewards, required), +agentrl.tools='[calculator]' (MCP servers, optional) and "
+            "+agentrl.agent.max_turns=N etc. (optional), or start the run with `agentrl train`")
+    block = plain(block)
+    if block.get("spec"):
+        return WorkerState.for_file(str(block["spec"]))
+    unknown = sorted(set(block) - set(HYDRA_KEYS))
+    if unknown:
+        raise LoopConfigError(f"agentrl.{unknown[0]}: not an agentrl key for verl's command line; "
+                              f"use {', '.join('agentrl.' + k for k in HYDRA_KEYS)}")
+    if not block.get("rewards"):
+        raise LoopConfigError(f"default_agent_loop=agentrl: no rewards; add {_EXAMPLE} (a list in the shape "
+                              f"of agentrl's rewards: presets, .py files, OpenAI grader dicts, weights)")
+    trainer = config.get("trainer") or {}
+    run_dir = block.get("run_dir") or trainer.get("default_local_dir") or "agentrl_run"
+    try:
+        spec = RunSpec(run_dir=str(Path(run_dir).absolute()), tools=block.get("tools"),
+                       tool_allow=block.get("tool_allow"), rewards=block["rewards"], agent=block.get("agent") or {})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = "agentrl." + ".".join(str(p) for p in first["loc"])
+        raise LoopConfigError(f"{key}: {first['msg']} (from verl's command line: +{key}=...)") from None
+    Path(spec.run_dir).mkdir(parents=True, exist_ok=True)
+    return WorkerState.for_spec(spec)
 
 
 @register("agentrl")
@@ -40,7 +99,7 @@ class AgentrlAgentLoop(AgentLoopBase):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.state = WorkerState.for_file(str(self.config.agentrl.spec))
+        self.state = worker_state(self.config)
         self.agent = self.state.spec.agent
         self.response_length = int(self.rollout_config.response_length)
         self.parser = ToolParser.get_tool_parser(self.agent.tool_parser, self.tokenizer)
@@ -48,7 +107,10 @@ class AgentrlAgentLoop(AgentLoopBase):
         self.off_policy = (v1.get("trainer_mode") or "sync") != "sync"
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
-        row = json.loads(kwargs["extra_info"]["agentrl_row"])
+        # agentrl's rows carry themselves in extra_info.agentrl_row; verl's (prompt, data_source,
+        # reward_model.ground_truth, extra_info) are read as agentrl.verl.rows says
+        row = loop_row(kwargs.get("raw_prompt"), kwargs.get("data_source"),
+                       (kwargs.get("reward_model") or {}).get("ground_truth"), kwargs.get("extra_info"))
         record, policy = await self.episode(row, sampling_params, trainer_step=kwargs.get("global_steps"),
                                             group=kwargs.get("uid"))
         return policy.output(record, len(row["messages"]))

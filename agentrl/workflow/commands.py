@@ -2,7 +2,7 @@
 
     agentrl data check [FILE...] [--config CONFIG] [--model PATH|demo] [--json]
     agentrl data split FILE --val 0.15 --stratify KEY[,KEY] --seed 0 -o DIR
-    agentrl data convert FILE -o OUT.jsonl
+    agentrl data convert FILE -o OUT.jsonl | --to verl [--split val] -o OUT.parquet
     agentrl prior CONFIG [--samples 5] [--limit 50] [--data FILE]
     agentrl eval CONFIG --model base|RUN_DIR[:STEP]|PATH [--data FILE] [--samples K] -o OUT.jsonl
     agentrl compare A.jsonl B.jsonl [--by metadata.KEY ...] [-o compare.json]
@@ -59,8 +59,8 @@ def _data(args: argparse.Namespace) -> int:
     from agentrl.workflow.convert import convert_file
 
     if not args.out:
-        raise SystemExit("agentrl data convert needs -o OUT.jsonl")
-    result = convert_file(args.files[0], args.out)
+        raise SystemExit("agentrl data convert needs -o OUT.jsonl (--to verl: -o OUT.parquet)")
+    result = convert_file(args.files[0], args.out, to=args.to, split=args.split)
     out.line(f"converted {result['rows']} rows → {result['out']}")
     out.emit(result)
     return 0
@@ -153,6 +153,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--stratify", help="split: metadata keys, comma-separated (e.g. task_type,difficulty)")
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("-o", "--out", help="split: output folder; convert: output file")
+    d.add_argument("--to", choices=["agentrl", "verl"], default="agentrl",
+                   help="convert: agentrl JSONL rows, or verl's parquet rows (prompt, data_source, reward_model, extra_info)")
+    d.add_argument("--split", choices=["train", "val"], default="train",
+                   help="convert --to verl: the rows' extra_info.split (val: validation rows)")
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=_data)
     p = sub.add_parser("prior", help="is the task learnable? the base model's success rate per prompt")

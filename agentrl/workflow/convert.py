@@ -81,8 +81,12 @@ def convert_row(row: Any) -> dict:
     return out
 
 
-def convert_file(src: str, dst: str) -> dict:
-    """Convert every row of ``src``; any bad row stops the command before ``dst`` is written."""
+def convert_file(src: str, dst: str, to: str = "agentrl", split: str = "train") -> dict:
+    """Convert every row of ``src``; any bad row stops the command before ``dst`` is written.
+
+    ``to="verl"`` writes verl's parquet rows (``agentrl.verl.rows``): ``prompt``, ``data_source``,
+    ``reward_model.ground_truth`` (from ``metadata.expected_answer``), ``extra_info`` (``split``, ``index``,
+    and the whole row as ``agentrl_row``), for ``python -m verl.trainer.main_ppo data.train_files=...``."""
     from agentrl.dataset import DatasetError, _check_row
 
     rows, problems = [], []
@@ -95,7 +99,7 @@ def convert_file(src: str, dst: str) -> dict:
                 continue
             where = f"{src}:{lineno}"
             try:
-                rows.append(_check_row(convert_row(json.loads(line)), where))
+                rows.append((path, lineno, _check_row(convert_row(json.loads(line)), where)))
             except json.JSONDecodeError as exc:
                 problems.append(f"{where}: not valid JSON ({exc.msg})")
             except ValueError as exc:
@@ -105,6 +109,14 @@ def convert_file(src: str, dst: str) -> dict:
     if problems:
         raise ConvertError(f"{len(problems)} row(s) cannot be converted; nothing written:\n  " + "\n  ".join(problems))
     out = Path(dst)
+    if to == "verl":
+        from agentrl.verl.rows import verl_rows, write_parquet
+
+        if out.suffix != ".parquet":
+            raise ConvertError(f"{dst}: verl reads parquet here; name the output file OUT.parquet")
+        return {"rows": write_parquet(verl_rows(rows, split=split), out), "out": str(out), "to": "verl"}
+    if to != "agentrl":
+        raise ConvertError(f"--to {to!r}: use agentrl (JSONL rows) or verl (parquet rows)")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for _, _, r in rows), encoding="utf-8")
     return {"rows": len(rows), "out": str(out)}

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from agentrl.errors import AgentrlError
+from agentrl.rundir import RunDir
 from agentrl.workflow.models import checkpoint_dir, hf_model, is_run_dir, lora_meta
 from agentrl.workflow.show import Output
 
@@ -39,7 +40,7 @@ def sha256(path: Path) -> str:
 
 
 def _last_metrics(run_dir: Path, step: int) -> dict:
-    path = run_dir / "metrics.jsonl"
+    path = RunDir(run_dir).metrics
     best: dict = {}
     if path.is_file():
         for line in path.read_text().splitlines():
@@ -68,7 +69,7 @@ def export(run_dir: str, out_dir: str, *, step: int | None, out: Output, force: 
             raise ExportError(f"{out_dir} exists and is not empty; choose a new folder or pass --force")
         shutil.rmtree(dst)
     shutil.copytree(src, dst, dirs_exist_ok=True)
-    config = yaml.safe_load((run / "config.yaml").read_text()) if (run / "config.yaml").is_file() else {}
+    config = yaml.safe_load(RunDir(run).config.read_text()) if RunDir(run).config.is_file() else {}
     settings = config.get("agentrl") or {}
     base = settings.get("model")
     if not any((dst / f).is_file() for f in _TEMPLATE_FILES) and base:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrl.errors import AgentrlError
+from agentrl.rundir import RunDir
 
 
 class ModelSpecError(AgentrlError):
@@ -49,7 +50,7 @@ def eval_data(settings: Any, data: str | None, config: str) -> str:
 def checkpoint_dir(run_dir: Path, step: int | None = None) -> Path:
     """``checkpoints/global_step_N`` of a run: step N, or the last complete one."""
     if step is None:
-        status = run_dir / "checkpoint_status.json"
+        status = RunDir(run_dir).checkpoint_status
         if status.is_file():
             info = json.loads(status.read_text())
             if info.get("complete"):
@@ -77,7 +78,7 @@ def split_run_spec(text: str) -> tuple[Path, int | None]:
 
 
 def is_run_dir(path: Path) -> bool:
-    return (path / "checkpoints").is_dir() or (path / "agentrl_spec.json").is_file()
+    return (path / "checkpoints").is_dir() or RunDir(path).spec.is_file()
 
 
 def resolve_model(spec: str, settings: Any | None = None) -> str:
@@ -132,7 +133,7 @@ def hf_model(ckpt: Path, run_dir: Path) -> Path:
 def _run_config(run_dir: Path) -> dict:
     import yaml
 
-    path = run_dir / "config.yaml"
+    path = RunDir(run_dir).config
     if not path.is_file():
         raise ModelSpecError(f"{run_dir}: no config.yaml; is this a directory `agentrl train` made?")
     return yaml.safe_load(path.read_text()) or {}
