@@ -111,7 +111,8 @@ class Episode:
         self.policy = policy
         self.family: families.Family = getattr(policy, "family", None) or families.HERMES
 
-    async def run(self, row: dict, sampling_params: dict[str, Any], *, trainer_step: Any = None) -> RolloutRecord:
+    async def run(self, row: dict, sampling_params: dict[str, Any], *, trainer_step: Any = None,
+                  group: Optional[str] = None, step_known: bool = True) -> RolloutRecord:
         """Play ``row`` to the end, score it, log it; ``trainer_step``: the step the prompt was drawn for."""
         started, wall_started = time.perf_counter(), time.time()
         item = make_item(row["messages"], row.get("metadata"), **row.get("fields", {}), id=row["id"], source=row.get("source"))
@@ -151,13 +152,17 @@ class Episode:
         record = RolloutRecord(
             rollout_id=rollout_id, prompt_id=item.id, source=item.get("source"),
             step=int(trainer_step) if trainer_step is not None else version,
-            validation=row.get("split") == "val", policy_version=version,
+            validation=row.get("split") == "val", policy_version=version, group=group,
             messages=messages, trajectory=unwrap(steps), tool_calls=st.tool_calls, user_turns=st.user_turns,
             reward=score, components=components, passed=passed, unscorable=unscorable, stop_reason=st.stop_reason,
             response_tokens=response_tokens, started_at=round(wall_started, 3), finished_at=round(time.time(), 3),
             seconds=round(time.perf_counter() - started, 4), model_seconds=round(self.policy.model_seconds, 4),
             tool_seconds=round(st.tool_seconds, 4), reward_seconds=round(reward_seconds, 4))
-        RunDir(self.state.spec.run_dir).append_rollout(record)
+        run = RunDir(self.state.spec.run_dir)
+        if step_known or record.validation:
+            run.append_rollout(record)
+        else:  # off-policy training: the step that trains it is known later (agentrl.metrics.Watcher)
+            run.append_generated(record)
         return record
 
     async def _converse(self, st: _Progress, session: Any, has_tools: bool, item: Any,

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from agentrl.rundir import RunDir
-from agentrl.runlog import read_jsonl
+from agentrl.runlog import append_jsonl, read_jsonl
 from agentrl.verl.metric_names import SCORE_MEAN, TRAINING_PREFIXES, VALIDATION_PREFIX, VERL_KEYS
 
 
@@ -53,6 +53,11 @@ def rollout_summary(rollouts: list[dict]) -> dict[str, Any]:
                 parts[name].append(float(value))
     for name, values in sorted(parts.items()):
         out[f"reward/{name}"] = statistics.fmean(values)
+    stale = [r["staleness"] for r in rollouts if isinstance(r.get("staleness"), int)]
+    if stale:  # off-policy runs: how many updates behind the trained policy each rollout was generated
+        out["staleness_mean"] = statistics.fmean(stale)
+        out["staleness_max"] = max(stale)
+        out.update({f"staleness/{k}": stale.count(k) for k in sorted(set(stale))})  # rollouts per value
     return out
 
 
@@ -149,11 +154,11 @@ def rewind(run_dir: Path, step: int, attempt: int) -> int:
     The files are streamed, a line at a time: a long run's rollouts.jsonl (gigabytes) costs a resume one
     read, and memory for one line."""
     moved = 0
-    for name in (RunDir.METRICS, RunDir.ROLLOUTS):
+    for name in (RunDir.METRICS, RunDir.ROLLOUTS, RunDir.TRAINED):
         path = Path(run_dir) / name
         if not path.exists():
             continue
-        aside = Path(run_dir) / "logs" / f"rewound.{attempt}.{name}"
+        aside = Path(run_dir) / "logs" / f"rewound.{attempt}.{Path(name).name}"
         tmp = path.with_name(path.name + ".tmp")
         dropped = 0
         with path.open("rb") as src, tmp.open("wb") as keep, aside.open("ab") as drop:
@@ -215,7 +220,7 @@ class Watcher:
     (``"validation": false``) and one per evaluation (``"validation": true``, keys ``val/...``)."""
 
     def __init__(self, run_dir: Path, attempt: int, total_steps: int, out: TextIO = sys.stdout,
-                 start_step: int = 0) -> None:
+                 start_step: int = 0, group_size: int = 1) -> None:
         self.run_dir = Path(run_dir)
         self.verl_file = RunDir(self.run_dir).verl_metrics(attempt)
         self.rollouts_file = RunDir(self.run_dir).rollouts
@@ -231,8 +236,51 @@ class Watcher:
         self.first_step_at = 0.0
         self.start_step = start_step
         self.last_step = start_step
+        # off-policy runs: rollouts wait in logs/generated.jsonl until logs/trained.jsonl names their group
+        self.group_size = max(1, group_size)
+        self.generated_file = RunDir(self.run_dir).generated
+        self.trained_file = RunDir(self.run_dir).trained
+        self.generated_offset = self.trained_offset = 0
+        self.generated: dict[str, list[dict]] = defaultdict(list)
+        self.placed = self._placed_groups()
+
+    def _placed_groups(self) -> set[str]:
+        """Groups whose rollouts are already in rollouts.jsonl (placed by an earlier attempt)."""
+        if not self.generated_file.exists():
+            return set()
+        placed = set()
+        with self.rollouts_file.open("rb") if self.rollouts_file.exists() else open(os.devnull, "rb") as fh:
+            for line in fh:
+                found = re.search(rb'"group": "([^"]+)"', line)
+                if found and b'"drawn_step"' in line:
+                    placed.add(found.group(1).decode())
+        return placed
+
+    def _place_trained(self) -> None:
+        """Move the rollouts of each group a step trained on from generated.jsonl into rollouts.jsonl, under
+        that step, with the step they were drawn for and their staleness: (step - 1) - the policy version
+        that generated them (0: on-policy). trained.jsonl is read before generated.jsonl, and a group's
+        rollouts are written before the sampler can pick it, so every named group's rollouts are here."""
+        trained, self.trained_offset = read_jsonl(self.trained_file, self.trained_offset)
+        generated, self.generated_offset = read_jsonl(self.generated_file, self.generated_offset)
+        for r in generated:
+            if str(r.get("group")) not in self.placed:
+                self.generated[str(r.get("group"))].append(r)
+        for line in trained:
+            step = int(line["step"])
+            for group in line.get("groups", []):
+                rollouts = self.generated.pop(group, [])[-self.group_size:]  # a re-issued group's newest
+                if group in self.placed or not rollouts:
+                    continue
+                self.placed.add(group)
+                for r in rollouts:
+                    version = r.get("policy_version")
+                    placed = {**r, "step": step, "drawn_step": r.get("step"),
+                              "staleness": step - 1 - version if isinstance(version, int) else None}
+                    append_jsonl(self.rollouts_file, placed)
 
     def poll(self) -> None:
+        self._place_trained()
         rollouts, self.rollout_offset = read_jsonl(self.rollouts_file, self.rollout_offset)
         for r in rollouts:
             self.pending[(r.get("step"), bool(r.get("validation")))].append(r)
@@ -285,6 +333,8 @@ class Watcher:
         pace = (now - self.first_step_at) / done_since_first if done_since_first else (line.get("step_time") or 0.0)
         eta = pace * remaining
         extra = f"  unscorable {line['unscorable']}" if line.get("unscorable") else ""
+        if line.get("staleness_max") is not None:
+            extra += f"  staleness {line['staleness_mean']:.2f} (max {line['staleness_max']})"
         print(f"step {step}/{self.total}  elapsed {_clock(elapsed)}  eta {_clock(eta)}  reward {_fmt(line.get('reward_mean'))}"
               f"  tool calls/rollout {line.get('tool_calls_per_rollout') or 0:.2f}{extra}", file=self.out, flush=True)
 

@@ -30,6 +30,9 @@ class RolloutRecord:
     step: Any = None  # the trainer step this prompt was drawn for
     validation: bool = False
     policy_version: Any = None  # the weights version (verl's global_steps) the answer was generated with
+    group: Optional[str] = None  # verl's id of the prompt's GRPO group (its uid)
+    drawn_step: Any = None  # off-policy runs: the step the prompt was drawn for (step: the one that trained it)
+    staleness: Optional[int] = None  # off-policy runs: step - 1 - policy_version, updates between generating and training
     messages: list = field(default_factory=list)  # the whole conversation, prompt included
     trajectory: list = field(default_factory=list)  # one {response, tool_calls, tool_results} per assistant turn
     tool_calls: int = 0

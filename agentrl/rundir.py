@@ -41,6 +41,8 @@ class RunDir:
     CHECKPOINTS = "checkpoints"
     LOGS = "logs"
     LOCK = ".agentrl.lock"
+    TRAINED = "logs/trained.jsonl"  # a line per training step: the prompt groups it trained
+    GENERATED = "logs/generated.jsonl"  # off-policy rollouts until the step that trains them is known
     # the files that make a folder a run directory, and those the job page offers for download
     MARKERS = (CONFIG, METRICS, TRAINING_LOG, ROLLOUTS)
 
@@ -66,6 +68,8 @@ class RunDir:
     checkpoints = property(lambda self: self.path / self.CHECKPOINTS)
     logs = property(lambda self: self.path / self.LOGS)
     lock_file = property(lambda self: self.path / self.LOCK)
+    trained = property(lambda self: self.path / self.TRAINED)
+    generated = property(lambda self: self.path / self.GENERATED)
 
     def verl_metrics(self, attempt: int) -> Path:
         """verl's own metric file of one attempt (its ``file`` logger writes there)."""
@@ -79,6 +83,13 @@ class RunDir:
         from agentrl.runlog import append_jsonl
 
         append_jsonl(self.rollouts, record if isinstance(record, dict) else record.to_dict())
+
+    def append_generated(self, record: Any) -> None:
+        """Append an off-policy training rollout whose training step is not known yet (see
+        ``agentrl.metrics.Watcher``, which moves it into rollouts.jsonl once a step trains its group)."""
+        from agentrl.runlog import append_jsonl
+
+        append_jsonl(self.generated, record if isinstance(record, dict) else record.to_dict())
 
     def lock(self) -> IO | None:
         """Take the run's lock: an open handle holding an exclusive flock (inherited descriptors keep it

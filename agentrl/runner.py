@@ -224,7 +224,8 @@ def train(config_path: str, overrides: list[str], out=sys.stdout, check_tools: b
     proc = subprocess.Popen(guard_cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(run_dir),
                             pass_fds=(lock.fileno(),))
     watcher = run_metrics.Watcher(run_dir, attempt, plan["total_steps"], out=out,
-                                  start_step=resume["step"] if resume else 0)
+                                  start_step=resume["step"] if resume else 0,
+                                  group_size=plan["settings"].samples_per_prompt)
     # Ctrl-C is acted on between polls, never inside one: a KeyboardInterrupt raised in the middle of a
     # LoRA checkpoint merge (its first poll imports torch, then writes the merged model) leaves torch
     # partly imported, so the poll after it fails (agentrl train died of SIGSEGV), or a merge half-written

@@ -16,6 +16,14 @@ reward-loop workers (reward.num_workers=8).
 
     .venv/bin/python benchmarks/bench_train.py [--steps 6] [--resume-steps 2] [--keep DIR] [--no-baseline]
     .venv/bin/python benchmarks/bench_train.py --run runs/demo     # analyse a finished run instead
+
+``--off-policy`` compares the synchronous trainer with ``agentrl.max_off_policy_steps=1`` on the demo with a
+slow tool (the calculator answering ``--delay`` seconds late, 0.3 by default), in one invocation, sync first:
+steady seconds per step (wall clock between step lines), the share of that time the trainer waits for
+rollouts (verl's generation phase), the share no rollout is in flight (the rollout side idle), and the
+reward of every step of both, so the async run is seen to learn too.
+
+    .venv/bin/python benchmarks/bench_train.py --off-policy [--steps 10] [--delay 0.3] [--repeat 1]
 """
 
 from __future__ import annotations
@@ -149,8 +157,72 @@ def startups(run: Path) -> list[dict]:
     return out
 
 
+def _union(intervals: list[tuple[float, float]], lo: float, hi: float) -> float:
+    """Seconds of [lo, hi] covered by at least one interval."""
+    covered, end = 0.0, lo
+    for a, b in sorted(intervals):
+        a, b = max(a, end), min(b, hi)
+        if b > a:
+            covered += b - a
+            end = b
+    return covered
+
+
+def off_policy_figures(run: Path) -> dict:
+    """Steady pace and idle shares of one run (its first step, with start-up, left out)."""
+    metrics = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x.strip()]
+    train = [m for m in metrics if not m.get("validation")]
+    rollouts = [json.loads(x) for x in (run / "rollouts.jsonl").read_text().splitlines() if x.strip()]
+    ends = {}  # a step ends when its last rollout is placed and verl logs it: verl's own step clock
+    for m in train:
+        ends[m["step"]] = datetime.datetime.fromisoformat(m["time"]).timestamp()
+    steps = sorted(ends)
+    lo, hi = ends[steps[0]], ends[steps[-1]]
+    steady = [m for m in train if m["step"] != steps[0]]
+    step_s = (hi - lo) / max(1, len(steps) - 1)
+    gen = statistics.fmean(m["verl"].get("timing_s/gen", 0.0) for m in steady)
+    verl_step = statistics.fmean(m["verl"].get("timing_s/step", 0.0) for m in steady)
+    in_flight = _union([(r["started_at"], r["finished_at"]) for r in rollouts if not r.get("validation")], lo, hi)
+    return {"steps": len(steps), "step_s": step_s, "verl_step_s": verl_step,
+            "trainer_waits": gen / verl_step if verl_step else float("nan"),
+            "rollouts_idle": 1 - in_flight / (hi - lo) if hi > lo else float("nan"),
+            "rewards": [m.get("reward_mean") for m in train],
+            "staleness": [m.get("staleness_mean") for m in train]}
+
+
+def off_policy(args, folder: Path) -> int:
+    tool = ("agentrl.tools={calculator: {plugin: calculator, args: [-m, agentrl_calculator, --delay, "
+            f"'{args.delay}']}}}}")
+    results: dict[str, list[dict]] = defaultdict(list)
+    for n in range(args.repeat):
+        for name, extra in [("sync", ()), ("max_off_policy_steps=1", ("agentrl.max_off_policy_steps=1",))]:
+            run = folder / f"{name.split('=')[0]}-{n}"
+            if not train(run, args.steps, None, (tool, *extra)):
+                return 1
+            results[name].append(off_policy_figures(run))
+    print(f"\nthe demo, calculator answering {args.delay} s late, {args.steps} steps, {args.repeat} run(s) each; "
+          f"steady state = after each run's first step")
+    for name, runs in results.items():
+        for i, f in enumerate(runs):
+            print(f"{name:>24} run {i}: {f['step_s']:.2f} s/step (verl's step timer {f['verl_step_s']:.2f} s); trainer "
+                  f"waits for rollouts {100 * f['trainer_waits']:.0f}% of a step; no rollout in flight "
+                  f"{100 * f['rollouts_idle']:.0f}% of the time")
+            print(f"{'':>24}   reward by step: " + " ".join("n/a" if r is None else f"{r:.2f}" for r in f["rewards"])
+                  + ("" if not any(x is not None for x in f["staleness"]) else
+                     "; staleness by step: " + " ".join("-" if x is None else f"{x:.2f}" for x in f["staleness"])))
+    sync = statistics.fmean(f["step_s"] for f in results["sync"])
+    off = statistics.fmean(f["step_s"] for f in results["max_off_policy_steps=1"])
+    print(f"\nsteps per second, max_off_policy_steps=1 over sync: {sync / off:.2f}x "
+          f"({sync:.2f} vs {off:.2f} s/step, means over {args.repeat} run(s) each)")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--off-policy", action="store_true",
+                    help="compare sync with max_off_policy_steps=1 on the demo with a slow calculator")
+    ap.add_argument("--delay", type=float, default=0.3, help="--off-policy: seconds each calculator call takes")
+    ap.add_argument("--repeat", type=int, default=1, help="--off-policy: runs of each")
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--resume-steps", type=int, default=2,
                     help="steps the resumed run trains past the first run's checkpoint (0: no resumed run)")
@@ -162,6 +234,8 @@ def main() -> int:
     if args.run:
         return 0 if analyse(Path(args.run)) else 1
     folder = Path(args.keep or tempfile.mkdtemp(prefix="agentrl-bench-"))
+    if args.off_policy:
+        return off_policy(args, folder)
     results = {}
     for name, env, extra in [("agentrl", None, ()), ("baseline", BASELINE, BASELINE_OVERRIDES)]:
         if name == "baseline" and args.no_baseline:

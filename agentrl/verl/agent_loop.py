@@ -11,6 +11,10 @@ verl instantiates ``AgentrlAgentLoop`` per rollout and calls ``run`` with the da
    verl's parser registry;
 3. the record and the token stream go back to verl as an ``AgentLoopOutput`` with the score.
 
+With ``max_off_policy_steps`` > 0 a training rollout is not yet known to belong to a step when it ends
+(verl trains each step on the groups that finish first): it goes to ``logs/generated.jsonl`` with its
+group id, and ``agentrl train`` moves it into ``rollouts.jsonl`` under the step that trained it.
+
 A rollout that could not be scored (tool server down, reward crashed) reaches verl with a NaN score and
 ``agentrl_unscorable`` set; ``agentrl_grpo`` gives it advantage 0 and keeps it out of its group.
 """
@@ -125,20 +129,25 @@ class AgentrlAgentLoop(AgentLoopBase):
         self.parser = ToolParser.get_tool_parser(self.family.parser, self.tokenizer)
         fit_builder(self.continuous_token_builder, self.family)
         self.special_tokens = tuple(sorted(set(self.tokenizer.all_special_tokens), key=len, reverse=True))
+        v1 = (self.config.get("trainer") or {}).get("v1") or {}  # the local engine's config has no trainer
+        self.off_policy = (v1.get("trainer_mode") or "sync") != "sync"
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         # agentrl's rows carry themselves in extra_info.agentrl_row; verl's (prompt, data_source,
         # reward_model.ground_truth, extra_info) are read as agentrl.verl.rows says
         row = loop_row(kwargs.get("raw_prompt"), kwargs.get("data_source"),
                        (kwargs.get("reward_model") or {}).get("ground_truth"), kwargs.get("extra_info"))
-        record, policy = await self.episode(row, sampling_params, trainer_step=kwargs.get("global_steps"))
+        record, policy = await self.episode(row, sampling_params, trainer_step=kwargs.get("global_steps"),
+                                            group=kwargs.get("uid"))
         return policy.output(record, len(row["messages"]))
 
-    async def episode(self, row: dict, sampling_params: dict[str, Any], *,
-                      trainer_step: Any = None) -> tuple[RolloutRecord, "TokenPolicy"]:
-        """One rollout of ``row`` (``agentrl.dataset.loop_record``'s shape): its record and token stream."""
+    async def episode(self, row: dict, sampling_params: dict[str, Any], *, trainer_step: Any = None,
+                      group: Optional[str] = None) -> tuple[RolloutRecord, "TokenPolicy"]:
+        """One rollout of ``row`` (``agentrl.dataset.loop_record``'s shape): its record and token stream.
+        ``group`` is verl's id of the prompt's GRPO group."""
         policy = TokenPolicy(self, uuid.uuid4().hex)
-        record = await Episode(self.state, policy).run(row, sampling_params, trainer_step=trainer_step)
+        record = await Episode(self.state, policy).run(row, sampling_params, trainer_step=trainer_step, group=group,
+                                                       step_known=not self.off_policy)
         return record, policy
 
 

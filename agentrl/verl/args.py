@@ -131,6 +131,7 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
         })
         if cpu:  # the CPU rollout takes whole weights: verl merges the adapters into them before each sync
             chosen["actor_rollout_ref.model.lora.merge"] = True
+    chosen.update(off_policy_overrides(s))
     merged = dict(CPU_DEFAULTS) if cpu else {}
     merged.update(chosen)
     if not cpu:
@@ -143,6 +144,42 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
         merged.update(gp.runtime_env_overrides(gp.worker_env({**merged, **user}, plan)))
     merged.update(flatten(verl_part))
     return merged
+
+
+def off_policy_overrides(settings: AgentrlSettings) -> dict[str, Any]:
+    """``agentrl.max_off_policy_steps: N`` as verl's V1 trainer modes; N = 0 is the synchronous trainer.
+
+    N > 0 selects verl 0.9.1's ``colocate_async`` trainer (``verl.trainer.ppo.v1.trainer_colocate_async``),
+    the asynchronous mode that runs where the synchronous one does:
+
+    - generation is always N batches ahead: N extra batches of prompts are handed to the rollout at the
+      start (``num_warmup_batches``), and each step adds one more, so while a step trains on the groups
+      that finished first, the slow ones (long answers, slow tools) are still running;
+    - at each step's end the rollout is paused, not drained: unfinished generations are aborted and
+      resumed with the new weights (verl's partial rollouts, ``FullyAsyncLLMServerClient``), and a tool
+      call in flight keeps running meanwhile, so a slow tool does not hold up the update;
+    - every rollout carries the policy versions that generated it; the sampler trains on nothing older than
+      N + 1 versions (``max_off_policy_threshold``) and waits rather than dropping (``wait``), so no prompt
+      of the epoch is lost;
+    - its checkpoints hold the TransferQueue (pending and running groups): a resumed run re-issues the
+      groups that were in flight at the save under their own ids instead of drawing new prompts.
+
+    ``separate_async`` (verl's fully asynchronous mode, the successor of ``experimental/fully_async_policy``,
+    where generation never pauses) needs a separate rollout resource pool and a network checkpoint
+    engine (``nccl``, ``nixl``, ``mooncake``), none of which exists on a CPU machine; and
+    ``experimental/one_step_off_policy`` is verl's older trainer, outside the V1 trainer agentrl runs.
+    """
+    n = settings.max_off_policy_steps
+    if n <= 0:
+        return {}
+    return {
+        "trainer.v1.trainer_mode": "colocate_async",
+        "trainer.v1.colocate_async.num_warmup_batches": n,
+        # staleness = (trained step - 1) - policy version; a rollout started just before the newest N
+        # updates and finished after them is N + 1 versions behind at worst
+        "trainer.v1.sampler.max_off_policy_threshold": n + 1,
+        "trainer.v1.sampler.max_off_policy_strategy": "wait",
+    }
 
 
 def to_cli(overrides: dict[str, Any]) -> list[str]:
@@ -173,5 +210,6 @@ def child_env(run_dir: Path, attempt: int, overrides: dict[str, Any]) -> dict[st
     env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     env.setdefault("RAY_DEDUP_LOGS", "0")
     env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    env["AGENTRL_RUN_DIR"] = str(run_dir)  # agentrl.verl.pacing records which groups each step trained
     env["VERL_FILE_LOGGER_PATH"] = str(RunDir(run_dir).verl_metrics(attempt))
     return env

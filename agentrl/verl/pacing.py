@@ -10,6 +10,12 @@ so agentrl supplies the default when the module is imported: nothing of verl is 
 trainer that does pass a value keeps it. Each poll is one metadata read from the TransferQueue
 controller (well under a millisecond on this path), so polling 50 times a second costs nothing measurable.
 
+It also records which prompt groups each training step trained on (``logs/trained.jsonl`` in the run
+directory, a line ``{"step": N, "groups": [uid, ...]}`` per step): with ``max_off_policy_steps`` > 0 the
+groups a step trains on are the first to finish, not the ones drawn for it, and this record is how the
+run's rollouts are placed at the step that trained them and how a resumed run is shown to have trained
+every prompt once.
+
 ``install()`` is called by agentrl's ``verl.plugins`` entry point in every process that imports verl.
 verl imports its plugins while ``verl`` itself is still importing, so the replay-buffer module cannot be
 imported here; it is patched when it is first imported (or at once, if it already was).
@@ -53,6 +59,31 @@ def patch(module) -> None:
 
     __init__._agentrl_paced = True  # type: ignore[attr-defined]
     cls.__init__ = __init__
+    for sampler in (cls, getattr(module, "ReplayBufferAsync", None)):
+        if sampler is not None and "sample" in vars(sampler):
+            sampler.sample = _recording(vars(sampler)["sample"])
+
+
+def _recording(sample):
+    """Wrap a replay buffer's ``sample`` so each training batch's groups are appended to the run
+    directory's ``logs/trained.jsonl``."""
+    if getattr(sample, "_agentrl_recording", False):
+        return sample
+
+    @functools.wraps(sample)
+    def recorded(self, global_steps, partition_id, batch_size, *args, **kwargs):
+        batch, metrics = sample(self, global_steps, partition_id, batch_size, *args, **kwargs)
+        run_dir = os.environ.get("AGENTRL_RUN_DIR")
+        if run_dir and partition_id == "train":
+            from agentrl.rundir import RunDir
+            from agentrl.runlog import append_jsonl
+
+            groups = sorted({key.split("_", 1)[0] for key in batch.keys})
+            append_jsonl(RunDir(run_dir).trained, {"step": int(global_steps), "groups": groups})
+        return batch, metrics
+
+    recorded._agentrl_recording = True  # type: ignore[attr-defined]
+    return recorded
 
 
 class _PatchOnImport(importlib.abc.MetaPathFinder):

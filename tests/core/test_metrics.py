@@ -131,3 +131,67 @@ def test_rewind_reads_each_record_s_own_step_whatever_its_text_or_key_order(tmp_
     assert kept == ["quoted", "no-step"]
     aside = (tmp_path / "logs" / "rewound.2.rollouts.jsonl").read_text().splitlines()
     assert [json.loads(aside[0])["rollout_id"], aside[1]] == ["reordered", '{"rollout_id": "cut", "step": 1, "valid']
+
+
+def _generated(group, n, drawn, version, reward=1.0):
+    return {"rollout_id": f"{group}-{n}-{version}", "prompt_id": f"p-{group}", "step": drawn, "validation": False,
+            "group": group, "policy_version": version, "reward": reward, "unscorable": None,
+            "components": {"math": reward}, "tool_calls": 1}
+
+
+def test_off_policy_rollouts_are_placed_at_the_step_that_trained_them(tmp_path):
+    """max_off_policy_steps > 0: rollouts wait in logs/generated.jsonl with their group until
+    logs/trained.jsonl names the step that trained the group; then they move into rollouts.jsonl under that
+    step, with the step they were drawn for and their staleness. A group re-issued after a resume is placed
+    with its newest rollouts, once; a group no step trained stays out of the step lines."""
+    import io
+
+    from agentrl.metrics import Watcher
+    from agentrl.rundir import RunDir
+
+    (tmp_path / "logs").mkdir()
+    gen, trained = RunDir(tmp_path).generated, RunDir(tmp_path).trained
+    for n in range(2):
+        append_jsonl(gen, _generated("a", n, drawn=1, version=0))
+        append_jsonl(gen, _generated("b", n, drawn=1, version=0, reward=0.0))
+        append_jsonl(gen, _generated("c", n, drawn=1, version=0))  # partly generated, then re-issued
+    for n in range(2):
+        append_jsonl(gen, _generated("c", n, drawn=1, version=1, reward=0.0))
+        append_jsonl(gen, _generated("d", n, drawn=2, version=1))  # drawn, never trained
+    append_jsonl(trained, {"step": 1, "groups": ["a"]})
+    append_jsonl(trained, {"step": 2, "groups": ["b", "c"]})
+    verl = tmp_path / "logs" / "verl_metrics.1.jsonl"
+    for step in (1, 2):
+        append_jsonl(verl, {"step": step, "data": {"actor/loss": 0.1}})
+    out = io.StringIO()
+    w = Watcher(tmp_path, 1, 2, out=out, group_size=2)
+    w.poll()
+    placed = read_jsonl(tmp_path / "rollouts.jsonl")[0]
+    assert sorted((r["group"], r["step"], r["drawn_step"], r["staleness"]) for r in placed) == [
+        ("a", 1, 1, 0), ("a", 1, 1, 0), ("b", 2, 1, 1), ("b", 2, 1, 1), ("c", 2, 1, 0), ("c", 2, 1, 0)]
+    assert all(r["policy_version"] == 1 for r in placed if r["group"] == "c")  # the re-issued rollouts
+    lines = {m["step"]: m for m in read_jsonl(tmp_path / "metrics.jsonl")[0]}
+    assert lines[1]["rollouts"] == 2 and lines[1]["staleness/0"] == 2 and lines[1]["staleness_max"] == 0
+    assert "staleness/1" not in lines[1]
+    assert lines[2]["rollouts"] == 4 and (lines[2]["staleness/0"], lines[2]["staleness/1"]) == (2, 2)
+    assert lines[2]["staleness_mean"] == 0.5 and lines[2]["reward_mean"] == 0.0
+    assert "staleness 0.50 (max 1)" in out.getvalue()
+
+    # a later attempt (after a resume) places nothing twice, and places a group trained again only once
+    append_jsonl(trained, {"step": 2, "groups": ["a"]})
+    w2 = Watcher(tmp_path, 2, 2, out=io.StringIO(), group_size=2)
+    w2.poll()
+    assert len(read_jsonl(tmp_path / "rollouts.jsonl")[0]) == 6
+
+
+def test_rewind_sets_aside_the_trained_groups_of_steps_past_the_checkpoint(tmp_path):
+    from agentrl.metrics import rewind
+    from agentrl.rundir import RunDir
+
+    (tmp_path / "logs").mkdir()
+    trained = RunDir(tmp_path).trained
+    for step in (1, 2, 3):
+        append_jsonl(trained, {"step": step, "groups": [f"g{step}"]})
+    rewind(tmp_path, 2, attempt=2)
+    assert [r["step"] for r in read_jsonl(trained)[0]] == [1, 2]
+    assert [r["step"] for r in read_jsonl(tmp_path / "logs" / "rewound.2.trained.jsonl")[0]] == [3]

@@ -32,3 +32,31 @@ def test_explicit_poll_interval_kept_and_env_override(monkeypatch):
     assert ReplayBuffer(**VERL_KWARGS, poll_interval=1.5).poll_interval == 1.5
     monkeypatch.setenv("AGENTRL_REPLAY_POLL_S", "0.5")
     assert ReplayBuffer(**VERL_KWARGS).poll_interval == 0.5
+
+
+def test_each_training_sample_records_its_groups(monkeypatch, tmp_path):
+    """Both of verl's replay buffers append the prompt groups of every training batch they hand out to
+    logs/trained.jsonl (validation batches are not training); without a run directory nothing is written."""
+    import json
+
+    from transfer_queue import KVBatchMeta
+
+    (tmp_path / "logs").mkdir()
+    for cls in _buffers():
+        calls = []
+
+        def fake(self, global_steps, partition_id, batch_size, _calls=calls):
+            _calls.append(global_steps)
+            keys = [f"u{global_steps}a_0_0", f"u{global_steps}a_1_0", f"u{global_steps}b_0_0"]
+            return KVBatchMeta(partition_id=partition_id, keys=keys, tags=[{}] * 3), {"m": 1}
+
+        sample = verl_pacing._recording(fake)
+        monkeypatch.setenv("AGENTRL_RUN_DIR", str(tmp_path))
+        assert sample(None, 3, "train", 2)[1] == {"m": 1}
+        sample(None, 3, "val", 2)
+        monkeypatch.delenv("AGENTRL_RUN_DIR")
+        sample(None, 4, "train", 2)
+        assert calls == [3, 3, 4]
+        assert "sample" in vars(cls) and getattr(vars(cls)["sample"], "_agentrl_recording", False)
+    lines = [json.loads(x) for x in (tmp_path / "logs" / "trained.jsonl").read_text().splitlines()]
+    assert lines == [{"step": 3, "groups": ["u3a", "u3b"]}] * 2

@@ -160,3 +160,32 @@ def test_gpu_run_processes_keep_agentrls_cpu_platform_out(device, patched):
     name, engine = out.stdout.split()[-2:]
     assert (name == "_init_process_group_cpu") is patched
     assert (engine == "cuda") is patched
+
+
+@pytest.mark.parametrize("ahead", [0, 1, 3])
+def test_off_policy_plans_compose_and_pass_verls_validation(ahead):
+    """max_off_policy_steps: N selects verl's colocate_async trainer, N batches generated ahead, and a sampler
+    that waits for a rollout more than N updates old instead of training on it or dropping it; 0 leaves
+    verl's synchronous trainer. The same keys on the GPU plan and the CPU one."""
+    s = settings(gpus_per_node=8, max_off_policy_steps=ahead)
+    cfg = compose(overrides(s, gp.plan_gpus(s, visible=0, flash_attn=False, ray_address="")))
+    validate(cfg)
+    v1 = cfg.trainer.v1
+    if ahead == 0:
+        assert v1.trainer_mode == "sync"
+    else:
+        assert v1.trainer_mode == "colocate_async" and v1.colocate_async.num_warmup_batches == ahead
+        assert (v1.sampler.max_off_policy_threshold, v1.sampler.max_off_policy_strategy) == (ahead + 1, "wait")
+    cpu = build_overrides(settings(device="cpu", max_off_policy_steps=ahead), {}, model_path="/m", train_file="/t",
+                          val_file=None, spec_path="/s", run_dir=Path("/run"), cpu=True)
+    gpu = overrides(s, gp.plan_gpus(s, visible=0, flash_attn=False, ray_address=""))
+    assert {k: v for k, v in cpu.items() if k.startswith("trainer.v1")} == \
+           {k: v for k, v in gpu.items() if k.startswith("trainer.v1")}
+
+
+def test_off_policy_steps_are_bounded():
+    from pydantic import ValidationError
+
+    for bad in (-1, 9):
+        with pytest.raises(ValidationError, match="max_off_policy_steps"):
+            settings(max_off_policy_steps=bad)

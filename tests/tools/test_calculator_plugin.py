@@ -56,3 +56,42 @@ def test_loading_plugins_does_not_import_the_mcp_sdk():
     code = "import sys, agentrl.tools.builtin, agentrl_calculator.plugin; print('mcp' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_delay_answers_late_and_side_by_side():
+    """--delay D: each call answers after D seconds, and calls in flight together wait together (a slow
+    tool, not a serial one), with the same answers and schemas as without it."""
+    import sys
+    import time
+
+    delay = 1.5
+    server = {"calculator": {"command": sys.executable, "args": ["-m", "agentrl_calculator", "--delay", str(delay)]}}
+
+    async def main():
+        async with ToolHub.from_config(server) as hub:
+            async with hub.rollout("r") as s:
+                names = {t["function"]["name"] for t in await s.tool_schemas()}
+                started = time.perf_counter()
+                one = await s.call_many([ToolCall("a", "add", {"a": 2, "b": 3})])
+                single = time.perf_counter() - started
+                started = time.perf_counter()
+                three = await s.call_many([ToolCall(str(n), "multiply", {"a": n, "b": 2}) for n in range(3)])
+                together = time.perf_counter() - started
+        return names, one, single, three, together
+
+    names, one, single, three, together = run(main())
+    assert {"add", "multiply", "evaluate"} <= names
+    assert [(r.content, r.is_error) for r in one] == [("5", False)]
+    assert [r.content for r in three] == ["0", "2", "4"]
+    assert single >= delay
+    assert delay <= together < 2 * delay  # side by side: one delay, not three
+
+
+def test_delay_must_be_a_finite_non_negative_number():
+    import subprocess
+    import sys
+
+    for bad in ("-1", "inf", "nan"):
+        done = subprocess.run([sys.executable, "-m", "agentrl_calculator", "--delay", bad],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and "--delay must be" in done.stderr, (bad, done.stderr)

@@ -160,3 +160,28 @@ def test_a_real_run_directory(browser, real_run, monkeypatch, tmp_path):
         shot(browser, "real-explorer")
     finally:
         server.stop()
+
+
+def test_staleness_chart_for_an_off_policy_run(browser, live_server, runs_root):
+    """An off-policy run's metrics lines carry the staleness of the rollouts each step trained on: the
+    page charts mean, max and the rollouts per value; an on-policy run's chart says why it is empty."""
+    path = runs_root / "done" / "metrics.jsonl"
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    for m in lines:
+        if not m.get("validation"):
+            late = 0 if m["step"] == 1 else 8
+            m.update(staleness_mean=late / 16, staleness_max=1 if late else 0,
+                     **{"staleness/0": 16 - late, **({"staleness/1": late} if late else {})})
+    path.write_text("".join(json.dumps(m) + "\n" for m in lines))
+    browser.get(live_server.url + "runs/done")
+    wait_until(lambda: chart_points(browser), what="every chart")
+    traces = browser.execute_script(
+        "return document.querySelector('[data-chart=staleness] .plot').data.map(t => [t.name, t.x, t.y])")
+    by_name = {name: (x, y) for name, x, y in traces}
+    assert by_name["mean"] == ([1, 2, 3, 4, 5, 6], [0, 0.5, 0.5, 0.5, 0.5, 0.5])
+    assert by_name["1 behind"][1] == [0, 8, 8, 8, 8, 8] and by_name["0 behind"][1] == [16, 8, 8, 8, 8, 8]
+    shot(browser, "staleness")
+    browser.get(live_server.url + "runs/alpha")
+    wait_until(lambda: chart_points(browser), what="every chart of the on-policy run")
+    empty = browser.find_element(By.CSS_SELECTOR, "[data-chart=staleness] .empty").text
+    assert "on-policy run" in empty and "max_off_policy_steps" in empty

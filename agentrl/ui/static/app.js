@@ -76,6 +76,16 @@ const AR = (function () {
     { id: "tool_calls", title: "Tool calls per rollout", build(L) {
       return { traces: [line("tool calls / rollout", col(L, "tool_calls_per_rollout"))] };
     } },
+    { id: "staleness", title: "Staleness: policy updates between generating a rollout and training on it (bars: rollouts per value)", build(L) {
+      const hist = L.filter((l) => num(l.staleness_max));
+      const values = [...new Set(hist.flatMap((l) => Object.keys(l).filter((k) => k.startsWith("staleness/")).map((k) => k.slice(10))))]
+        .sort((a, b) => a - b);
+      const t = values.map((v, i) => ({ name: `${v} behind`, x: hist.map((l) => l.step), y: hist.map((l) => l["staleness/" + v] || 0),
+                                        type: "bar", yaxis: "y2", marker: { color: COLORS[i % COLORS.length], opacity: 0.35 } }));
+      t.push(line("mean", col(L, "staleness_mean")), line("max", col(L, "staleness_max"), { line: { dash: "dot" } }));
+      return { traces: hist.length ? t : [], empty: "on-policy run (set agentrl.max_off_policy_steps to train off-policy)",
+               layout: { barmode: "stack", yaxis2: { overlaying: "y", side: "right", title: "rollouts", rangemode: "tozero", showgrid: false } } };
+    } },
     { id: "validation", title: "Validation reward", build(L, S) {
       const keys = valKeys(L);
       const t = keys.map((k) => line(k, col(L, k)));

@@ -34,6 +34,7 @@ class Result:
     token_ids: list[int]
     log_probs: list[float]
     stop_reason: str  # "completed" (stop token) or "length"
+    version: Any = None  # the weights version (trainer step) that generated every token of it
 
 
 def _filter_logits(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
@@ -125,6 +126,7 @@ class Batcher:
         self.generator = torch.Generator().manual_seed(seed)
         self.batches = 0
         self.sequences = 0
+        self.version: Any = 0  # set with each weight update; read under the lock a batch runs under
 
     async def submit(self, request: Request) -> Result:
         loop = asyncio.get_running_loop()
@@ -157,10 +159,14 @@ class Batcher:
         with self.lock:
             self.batches += 1
             self.sequences += len(batch)
-            return generate_batch(self.model, batch, self.pad_id, self.eos_ids, self.generator)
+            results = generate_batch(self.model, batch, self.pad_id, self.eos_ids, self.generator)
+            for result in results:  # off-policy runs update weights while rollouts are being generated
+                result.version = self.version
+            return results
 
-    def load_weights(self, state: dict[str, torch.Tensor]) -> int:
-        """Copy trainer weights in place; returns how many tensors were loaded."""
+    def load_weights(self, state: dict[str, torch.Tensor], version: Any = None) -> int:
+        """Copy trainer weights in place (``version``: the trainer step they are from); returns how many
+        tensors were loaded."""
         with self.lock:
             # state_dict(keep_vars=True) also names tied weights (lm_head.weight) that
             # named_parameters() lists once under the embedding.
@@ -176,4 +182,6 @@ class Batcher:
                 loaded += 1
             if unknown:
                 raise KeyError(f"trainer sent weights the rollout model does not have: {unknown[:5]}")
+            if version is not None:
+                self.version = version
             return loaded

@@ -1,9 +1,15 @@
-"""The calculator MCP server. Each tool's type hints are its schema and its docstring its description."""
+"""The calculator MCP server. Each tool's type hints are its schema and its docstring its description.
+
+``--delay SECONDS`` makes every call answer that much later (without holding up other calls): a stand-in
+for a slow production tool, for benchmarks and tests of how training copes with one.
+"""
 
 from __future__ import annotations
 
 import argparse
 import ast
+import asyncio
+import functools
 import math
 import operator
 
@@ -15,6 +21,19 @@ app = MCPServer(
     instructions="Arithmetic tools. Use them instead of computing by hand.",
     log_level="WARNING",
 )
+DELAY = 0.0  # seconds each call waits before answering (--delay)
+
+
+def tool(fn):
+    """Register ``fn`` as a tool that answers after ``DELAY`` seconds; calls wait side by side."""
+
+    @functools.wraps(fn)
+    async def delayed(*args, **kwargs):
+        if DELAY:
+            await asyncio.sleep(DELAY)
+        return fn(*args, **kwargs)
+
+    return app.tool()(delayed)
 
 
 def _number(x: float) -> float | int:
@@ -24,25 +43,25 @@ def _number(x: float) -> float | int:
     return x
 
 
-@app.tool()
+@tool
 def add(a: float, b: float) -> float:
     """Add two numbers: a + b."""
     return _number(a + b)
 
 
-@app.tool()
+@tool
 def subtract(a: float, b: float) -> float:
     """Subtract b from a: a - b."""
     return _number(a - b)
 
 
-@app.tool()
+@tool
 def multiply(a: float, b: float) -> float:
     """Multiply two numbers: a * b."""
     return _number(a * b)
 
 
-@app.tool()
+@tool
 def divide(a: float, b: float) -> float:
     """Divide a by b: a / b. Dividing by zero is an error."""
     if b == 0:
@@ -50,7 +69,7 @@ def divide(a: float, b: float) -> float:
     return _number(a / b)
 
 
-@app.tool()
+@tool
 def power(base: float, exponent: float) -> float:
     """Raise base to exponent: base ** exponent (|exponent| at most 1000)."""
     if abs(exponent) > 1000:
@@ -61,7 +80,7 @@ def power(base: float, exponent: float) -> float:
         raise ToolError(f"cannot compute {base} ** {exponent}: {exc}") from None
 
 
-@app.tool()
+@tool
 def sqrt(x: float) -> float:
     """Square root of x (x >= 0)."""
     if x < 0:
@@ -91,7 +110,7 @@ def _eval(node: ast.AST) -> float:
     raise ToolError(f"unsupported syntax {ast.unparse(node)!r}: use numbers, + - * / // % ** and parentheses")
 
 
-@app.tool()
+@tool
 def evaluate(expression: str) -> float:
     """Evaluate an arithmetic expression such as "(2 + 3) * 4 / 5" (numbers, + - * / // % ** and parentheses)."""
     if len(expression) > 500:
@@ -111,7 +130,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--delay", type=float, default=0.0, metavar="SECONDS",
+                        help="answer every call this many seconds late (a stand-in for a slow tool)")
     args = parser.parse_args(argv)
+    if not args.delay >= 0 or args.delay == float("inf"):
+        parser.error(f"--delay must be a finite number of seconds >= 0, got {args.delay}")
+    global DELAY
+    DELAY = args.delay
     if args.http:
         app.run("streamable-http", host=args.host, port=args.port)
     else:
