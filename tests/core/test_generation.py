@@ -57,16 +57,18 @@ def test_batched_equals_alone_for_greedy(model):
 def test_batcher_serves_concurrent_requests_and_loads_weights(model):
     batcher = Batcher(model, pad_id=0, eos_ids=set())
 
-    async def main():
-        return await asyncio.gather(*[batcher.submit(Request([1, 2, i], max_tokens=3)) for i in range(5, 13)])
-
-    results = asyncio.run(main())
-    assert len(results) == 8 and all(len(r.token_ids) == 3 for r in results)
-    assert batcher.sequences == 8 and batcher.batches < 8  # bursts are batched
-    assert {r.version for r in results} == {0}
     state = {k: torch.zeros_like(v) for k, v in model.state_dict().items()}
-    assert batcher.load_weights(state, 3) == len(state)  # tied lm_head.weight included
-    assert asyncio.run(batcher.submit(Request([1, 2], max_tokens=1))).version == 3  # the weights that made it
+
+    async def main():
+        results = await asyncio.gather(*[batcher.submit(Request([1, 2, i], max_tokens=3)) for i in range(5, 13)])
+        loaded = batcher.load_weights(state, 3)
+        return results, loaded, await batcher.submit(Request([1, 2], max_tokens=1))
+
+    results, loaded, after = asyncio.run(main())
+    assert len(results) == 8 and all(len(r.token_ids) == 3 for r in results)
+    assert batcher.sequences == 9 and batcher.batches < 9  # bursts are batched
+    assert {r.version for r in results} == {0} and after.version == 3  # the weights that generated each
+    assert loaded == len(state)  # tied lm_head.weight included
     assert float(model.model.embed_tokens.weight.detach().abs().sum()) == 0.0
     with pytest.raises(KeyError, match="does not have"):
         batcher.load_weights({"no.such.weight": torch.zeros(1)})
