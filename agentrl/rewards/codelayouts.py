@@ -241,6 +241,7 @@ def call_test(fn_name: str, args: Any, gold: Any, equal: Callable, where: str) -
 
 
 def stdio_test(stdin: Any, stdout: Any, equal: Callable, where: str) -> dict:
+    stdin = "" if stdin is None else stdin  # sandbox_fusion: no input is empty input
     stdin = "\n".join(map(str, stdin)) if isinstance(stdin, list) else stdin
     stdout = "\n".join(map(str, stdout)) if isinstance(stdout, list) else stdout
     if not isinstance(stdin, str) or not isinstance(stdout, str):

@@ -1,0 +1,146 @@
+"""The coding reward on other trainers' published rows, as users download them.
+
+tests/rewards/data/coding_peer_rows.jsonl holds rows from the peers' own repositories and published sets (the
+`source` of each line names where), each with a correct and a wrong solution. Each row goes the user's way:
+`agentrl data convert`'s row conversion, then the `coding` reward in the sandbox.
+"""
+
+import base64
+import json
+import pickle
+import zlib
+from pathlib import Path
+
+import pytest
+from reward_rows import sample
+
+from agentrl.rewards import load_reward
+from agentrl.rewards.codelayouts import (TestLayoutError, read_suite, stdout_apps, stdout_decimal, value_equal,
+                                         value_equal_apps)
+from agentrl.workflow.convert import convert_row
+
+ROWS = [json.loads(line) for line in (Path(__file__).parent / "data" / "coding_peer_rows.jsonl").open()]
+
+
+def fenced(code):
+    return f"Here is my solution.\n```python\n{code}\n```"
+
+
+def grade(code, metadata, **options):
+    reward = load_reward("coding", timeout=120, **options)
+    return reward(sample(fenced(code)), {"messages": [{"role": "user", "content": "q"}], "metadata": metadata})
+
+
+@pytest.mark.parametrize("case", ROWS, ids=[f"{c['layout']}: {c['name']}" for c in ROWS])
+def test_peer_row_scores_its_correct_solution_1_and_its_wrong_one_below(case):
+    row = convert_row(case["row"])
+    assert read_suite(row["metadata"]).layout == case["layout"]
+    assert row["messages"][-1]["content"].strip()
+    assert grade(case["correct"], row["metadata"]) == 1.0
+    assert grade(case["wrong"], row["metadata"]) < 1.0
+
+
+def test_every_layout_has_peer_rows():
+    assert {c["layout"] for c in ROWS} >= {"deepcoder", "taco", "livecodebench", "verl", "mbpp", "humaneval",
+                                           "kodcode", "leetcode", "open-r1"}
+
+
+# ---------------------------------------------------------------- JSON text is never a test
+TACO_JSON = json.dumps({"inputs": ["1 2\n", "5 7\n"], "outputs": ["3\n", "12\n"]})
+ADD = "a, b = map(int, input().split())\nprint(a + b)\n"
+IMPORTS_ONLY = "import sys\n"  # runs fine, prints nothing
+
+
+@pytest.mark.parametrize("metadata", [{"tests": TACO_JSON}, {"input_output": TACO_JSON},
+                                      {"tests": [TACO_JSON]}, {"reward_model": {"ground_truth": TACO_JSON}}],
+                         ids=["deepcoder tests", "taco input_output", "json string in a list", "verl ground_truth"])
+def test_json_tests_are_read_as_json_not_run_as_an_assert(metadata):
+    if metadata.get("tests") == [TACO_JSON]:  # a list of strings is agentrl's assert list: JSON text is refused
+        with pytest.raises(TestLayoutError, match="not Python test code"):
+            read_suite(metadata)
+        return
+    assert grade(ADD, metadata) == 1.0
+    assert grade(IMPORTS_ONLY, metadata) == 0.0  # the JSON-as-assert bug scored this 1.0
+
+
+def test_unknown_layout_is_an_error_naming_the_known_ones():
+    with pytest.raises(TestLayoutError, match=r"metadata.unit_tests .*Known layouts: open-r1.*taco.*mbpp"):
+        read_suite({"unit_tests": [{"in": "1", "out": "2"}]})
+    with pytest.raises(TestLayoutError, match="DeepCoder"):
+        read_suite({"tests": {"cases": []}})
+    assert read_suite({"expected_answer": "4"}) is None  # a math row: not applicable
+    assert read_suite({"reward_model": {"ground_truth": "42"}}) is None  # a verl math row
+
+
+# ---------------------------------------------------------------- the harnesses' rules, one by one
+def test_the_harness_imports_are_given_and_the_sandbox_flags_are_not():
+    """TACO/APPS and LiveCodeBench give the code `defaultdict`, `List`; agentrl's own layout gives nothing, and
+    the sandbox module's `from __future__ import annotations` does not leak into the code."""
+    code = "def f(xs: List[int]) -> int:\n    d = defaultdict(int)\n    for x in xs:\n        d[x] += 1\n    return len(d)\n"
+    taco = {"input_output": json.dumps({"fn_name": "f", "inputs": [[[1, 1, 2]]], "outputs": [[2]]})}
+    assert grade(code, taco) == 1.0
+    assert grade(code, {"tests": [{"type": "assert", "code": "assert f([1, 1, 2]) == 2"}]}) == 0.0  # NameError: List
+
+
+def test_a_tuple_equals_the_json_list():
+    code = "def pair(a, b):\n    return (b, a)\n"
+    assert grade(code, {"input_output": json.dumps({"fn_name": "pair", "inputs": [[1, 2]], "outputs": [[[2, 1]]]})}) == 1.0
+    assert value_equal((1, [2, (3,)]), [1, [2, [3]]]) and not value_equal((1, 2), [2, 1])
+    assert value_equal_apps(5, [5]) and not value_equal_apps(5, [5, 5])
+
+
+def test_floats_within_apps_tolerance_and_lcb_decimals():
+    apps = {"input_output": json.dumps({"inputs": ["3\n"], "outputs": ["0.333333\n"]})}
+    assert grade("print(1 / int(input()))", apps) == 1.0  # 0.3333333333333333 against 0.333333
+    assert grade("print(0.3334)", apps) == 0.0
+    assert stdout_apps("1.0000001 2\n", "1 2") and not stdout_apps("1.1 2", "1 2") and not stdout_apps("1 2\n3", "1 2")
+    assert stdout_decimal("2.50\n", "2.5") and not stdout_decimal("0.3333333", "0.333333")
+
+
+def test_mbpp_setup_code_runs_in_the_solutions_process():
+    row = {"test_list": ["assert area(Square(3)) == 9", "assert area(Square(2)) == 4"],
+           "test_setup_code": "class Square(Shape):\n    def __init__(self, side):\n        self.side = side\n",
+           "text": "area of a square"}
+    ok = "class Shape:\n    pass\n\ndef area(s):\n    return s.side * s.side\n"
+    assert grade(ok, row) == 1.0
+    assert grade(ok.replace("s.side * s.side", "4 * s.side"), row) == 0.0
+
+
+def test_a_leetcode_solution_method_is_called():
+    tests = {"livecodebench": {"public_test_cases": json.dumps([{"input": "[1, 2]\n3", "output": "true",
+                                                                  "testtype": "functional"}]),
+                               "metadata": json.dumps({"func_name": "hasSum"})},
+             "humaneval": {"test": "def check(candidate):\n    assert candidate([1, 2], 3) is True\n",
+                           "entry_point": "Solution().hasSum"}}
+    code = "class Solution:\n    def hasSum(self, nums, target):\n        return sum(nums) == target\n"
+    for metadata in tests.values():
+        assert grade(code, metadata) == 1.0
+        assert grade(code.replace("==", "!="), metadata) == 0.0
+
+
+def test_the_time_limit_is_per_test():
+    slow = "import time\ntime.sleep(float(input()))\nprint('ok')\n"
+    rows = {"open-r1": {"verification_info": {"language": "python", "test_cases": [
+        {"input": "0", "output": "ok", "type": "stdin_stdout"}, {"input": "30", "output": "ok", "type": "stdin_stdout"}]}}}
+    assert read_suite(rows["open-r1"]).timeout == 5.0
+    assert grade(slow, rows["open-r1"], timeout_per_test=1.0) == 0.5
+
+
+def test_lcb_private_tests_never_unpickle_code():
+    class Evil:
+        def __reduce__(self):
+            return (print, ("ran",))
+    blob = base64.b64encode(zlib.compress(pickle.dumps(Evil()))).decode()
+    with pytest.raises(TestLayoutError, match="refusing to load builtins.print"):
+        read_suite({"private_test_cases": blob})
+
+
+def test_kodcode_fixture_tests_are_refused_and_parametrize_is_expanded():
+    with pytest.raises(TestLayoutError, match="fixtures"):
+        read_suite({"test": "from solution import f\n\ndef test_f(tmp_path):\n    assert f(tmp_path)\n"})
+    test = ("import pytest\nfrom solution import double\n\n@pytest.mark.parametrize('x, y', [(1, 2), (3, 6)])\n"
+            "def test_double(x, y):\n    assert double(x) == y\n\ndef test_raises():\n    with pytest.raises(TypeError):\n"
+            "        double(None)\n")
+    assert len(read_suite({"test": test}).tests) == 2
+    assert grade("def double(x):\n    return 2 * x\n", {"test": test}) == 1.0
+    assert grade("def double(x):\n    return x + 1 if x else 2 * x\n", {"test": test}) == 0.5
