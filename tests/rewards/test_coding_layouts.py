@@ -146,3 +146,10 @@ def test_kodcode_fixture_tests_are_refused_and_parametrize_is_expanded():
     assert len(read_suite({"test": test}).tests) == 2
     assert grade("def double(x):\n    return 2 * x\n", {"test": test}) == 1.0
     assert grade("def double(x):\n    return x + 1 if x else 2 * x\n", {"test": test}) == 0.5
+
+
+def test_the_codes_own_future_import_stays_first_before_the_harness_imports():
+    code = "from __future__ import annotations\n\ndef f(x: Undefined) -> int:\n    return x + 1\n"
+    taco = {"input_output": json.dumps({"fn_name": "f", "inputs": [[1]], "outputs": [[2]]})}
+    assert read_suite(taco).program(code).startswith("from __future__ import annotations\n")
+    assert grade(code, taco) == 1.0  # its own __future__ import: the annotation is never evaluated
