@@ -36,7 +36,7 @@ import math
 import pickle
 import re
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Callable
 
@@ -54,7 +54,6 @@ class Suite:
     prelude: str = ""  # what the layout's harness puts before the code (its imports)
     setup: str = ""  # what it runs after the code, in the code's process (MBPP's test_setup_code)
     timeout: float = 5.0  # seconds per test
-    notes: list[str] = field(default_factory=list)
 
     def program(self, code: str) -> str:
         """The code as the harness runs it. A `from __future__` import of the code stays first."""
