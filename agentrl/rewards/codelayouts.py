@@ -665,11 +665,14 @@ KNOWN = "; ".join(f"{layout.name}: {layout.fields}" for layout in LAYOUTS)
 
 
 def _looks_like_tests(key: str, value: Any) -> bool:
-    if value in (None, "", [], {}):
-        return False
+    """A field named like tests that holds tests-like data (a `test_id` string or an `is_test` flag does not)."""
     if key in ("ground_truth", "reward_model"):
         return False  # a math answer as often as tests: only read when it holds tests
-    return "test" in key.lower() or key in ("input_output", "verification_info")
+    if not ("test" in key.lower() or key in ("input_output", "verification_info")):
+        return False
+    if isinstance(value, str):
+        return value.lstrip()[:1] in ("[", "{") or bool(re.search(r"\bassert\b|\bdef test", value))
+    return isinstance(value, (list, dict)) and bool(value)
 
 
 def read_suite(fields: dict) -> Suite | None:

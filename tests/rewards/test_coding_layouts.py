@@ -71,6 +71,7 @@ def test_unknown_layout_is_an_error_naming_the_known_ones():
     with pytest.raises(TestLayoutError, match="DeepCoder"):
         read_suite({"tests": {"cases": []}})
     assert read_suite({"expected_answer": "4"}) is None  # a math row: not applicable
+    assert read_suite({"expected_answer": "4", "test_id": "t-7", "is_test": True}) is None
     assert read_suite({"reward_model": {"ground_truth": "42"}}) is None  # a verl math row
 
 
