@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import ast
 import base64
+import functools
+import importlib
 import io
 import json
 import math
@@ -61,14 +63,51 @@ class Suite:
             return code
         future = [line for line in code.splitlines() if _FUTURE.match(line)]
         body = "\n".join(line for line in code.splitlines() if not _FUTURE.match(line)) if future else code
-        prelude = "\n".join(line for line in self.prelude.splitlines()
-                             if line not in _HEAVY or re.search(rf"\b{_HEAVY[line]}\b", code))
-        return "\n".join([*future, prelude, body, self.setup])
+        return "\n".join([*future, _needed(self.prelude, code), body, self.setup])
 
 
 _FUTURE = re.compile(r"^from\s+__future__\s+import\b")
-# numpy and pandas cost a tenth of a second or more per test to import: given only to code that names them
-_HEAVY = {"import numpy as np": "np", "import pandas as pd": "pd"}
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+@functools.lru_cache(maxsize=32)
+def _bindings(prelude: str) -> tuple[tuple[str, frozenset[str] | None], ...] | None:
+    """Each line of a harness's imports with the names it binds (a star import: the module's public names);
+    None for a prelude that is not one statement a line (a HumanEval prompt's helpers: kept whole)."""
+    out = []
+    for line in prelude.splitlines():
+        try:
+            node = ast.parse(line).body[0] if line.strip() else None
+        except SyntaxError:
+            return None
+        if isinstance(node, ast.Import):
+            names = {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.names[0].name == "*" and node.module in _STAR:
+            module = importlib.import_module(node.module)  # the standard library's modules only, here
+            names = set(getattr(module, "__all__", None) or [n for n in dir(module) if not n.startswith("_")])
+        elif isinstance(node, ast.ImportFrom) and node.names[0].name == "*":
+            names = None
+        elif isinstance(node, ast.ImportFrom):
+            names = {a.asname or a.name for a in node.names}
+        else:
+            names = None  # a statement (sys.setrecursionlimit): always kept
+        out.append((line, frozenset(names) if names is not None else None))
+    return tuple(out)
+
+
+def _needed(prelude: str, code: str) -> str:
+    """The harness's import lines that bind a name the code (or a kept statement) mentions. A line binding no
+    name of the code cannot change what it does, and each import costs time in every test's process (the
+    star imports of LiveCodeBench's harness about 25 ms, numpy 100 ms and more)."""
+    lines = _bindings(prelude)
+    if lines is None:
+        return prelude
+    words = set(_WORD.findall(code))
+    for line, names in lines:
+        if names is None:
+            words |= set(_WORD.findall(line))
+    return "\n".join(line for line, names in lines if names is None or names & words)
+
 
 # ---------------------------------------------------------------- the imports each harness gives the code
 _STAR = ("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random", "statistics",

@@ -154,3 +154,14 @@ def test_the_codes_own_future_import_stays_first_before_the_harness_imports():
     taco = {"input_output": json.dumps({"fn_name": "f", "inputs": [[1]], "outputs": [[2]]})}
     assert read_suite(taco).program(code).startswith("from __future__ import annotations\n")
     assert grade(code, taco) == 1.0  # its own __future__ import: the annotation is never evaluated
+
+
+def test_only_the_harness_imports_the_code_names_reach_its_process():
+    """Each import of a harness costs time in every test's process: one that binds no name of the code is left
+    out (it cannot change what the code does)."""
+    suite = read_suite({"public_test_cases": json.dumps([{"input": "1", "output": "1", "testtype": "stdin"}])})
+    program = suite.program("d = defaultdict(int)\nprint(sqrt(4))\n")
+    assert "from collections import *" in program and "from math import *" in program
+    assert "from statistics import *" not in program and "import numpy" not in program
+    taco = read_suite({"input_output": json.dumps({"inputs": ["1"], "outputs": ["1"]})})
+    assert "import numpy as np" in taco.program("print(np.zeros(1))") and "numpy" not in taco.program("print(1)")
