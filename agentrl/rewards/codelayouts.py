@@ -530,18 +530,25 @@ def _prompt_context(prompt: Any, entry: str) -> str:
     return "\n".join(ast.get_source_segment(prompt, node) or "" for node in keep)
 
 
-def _calls_check(src: str) -> bool:
+def _needs_check_call(src: str) -> bool:
+    """HumanEval's test defines `check(candidate)` and the harness calls it; EvalPlus's MBPP+ tests call the
+    function by name at the top level, and some rows already end with the call."""
     tree = ast.parse(src)
-    return any(isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
-               and node.value.func.id == "check" for node in tree.body)
+    defines = any(isinstance(node, ast.FunctionDef) and node.name == "check" for node in tree.body)
+    calls = any(isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+                and node.value.func.id == "check" for node in tree.body)
+    return defines and not calls
 
 
 def _humaneval(f: dict) -> Suite:
     test = python_test(f["test"], "metadata.test")
     name, setup = _entry_point(f["entry_point"], "metadata.entry_point")
-    if not _calls_check(test):
+    if _needs_check_call(test):
         test += f"\n\ncheck({name})\n"
-    prelude = _prompt_context(f.get("prompt"), str(f["entry_point"]).split("(")[0])
+    imports = "\n".join(_strings(f.get("test_imports") or [], "metadata.test_imports"))  # MBPP+ rows
+    prelude = "\n".join(p for p in (imports, _prompt_context(f.get("prompt"), str(f["entry_point"]).split("(")[0])) if p)
+    if imports:
+        test = imports + "\n" + test
     return Suite("humaneval", [{"type": "assert", "code": test}], prelude=prelude, setup=setup, timeout=3.0)
 
 
@@ -687,13 +694,13 @@ LAYOUTS = [
     Layout("open-r1", "verification_info {language, test_cases}", _has("verification_info"), _open_r1),
     Layout("livecodebench", "public_test_cases / private_test_cases (+ metadata.func_name)",
            _has("public_test_cases", "private_test_cases"), _livecodebench),
+    Layout("humaneval", "test with check(candidate) + entry_point (HumanEval, EvalPlus, LeetCodeDataset)",
+           lambda f: _has("test")(f) and _has("entry_point")(f), _humaneval),
     Layout("taco", "input_output {inputs, outputs, fn_name} (TACO, APPS)", _has("input_output"), _taco),
     Layout("verl", "reward_model.ground_truth {inputs, outputs, fn_name} or {assert_case} (prime_code, "
            "sandbox_fusion)", lambda f: _verl_tests(f) is not None, _verl),
     Layout("mbpp", "test_list (+ test_setup_code, test_imports)", _has("test_list"), _mbpp),
     Layout("acecoder", "test_cases: [assert ...]", _has("test_cases"), _acecoder),
-    Layout("humaneval", "test with check(candidate) + entry_point (HumanEval, EvalPlus, LeetCodeDataset)",
-           lambda f: _has("test")(f) and _has("entry_point")(f), _humaneval),
     Layout("kodcode", "test: pytest functions importing from solution",
            lambda f: isinstance(f.get("test"), str) and bool(re.search(r"^\s*def test|\bsolution\b", f["test"], re.M)),
            _kodcode),

@@ -165,3 +165,23 @@ def test_only_the_harness_imports_the_code_names_reach_its_process():
     assert "from statistics import *" not in program and "import numpy" not in program
     taco = read_suite({"input_output": json.dumps({"inputs": ["1"], "outputs": ["1"]})})
     assert "import numpy as np" in taco.program("print(np.zeros(1))") and "numpy" not in taco.program("print(1)")
+
+
+def test_leetcodedataset_and_mbpp_plus_rows_are_read_by_their_test_and_entry_point():
+    """LeetCodeDataset rows also hold `input_output` as a list of strings ("nums = [...]"), MBPP+ rows also
+    hold `test_list`: their harnesses run `test` with `entry_point`."""
+    leet = {"entry_point": "Solution().twoSum", "prompt": "from typing import *\n\nclass ListNode:\n    pass\n",
+            "input_output": [{"input": "nums = [2,7,11,15], target = 9", "output": "[0, 1]"}],
+            "test": "def check(candidate):\n    assert candidate(nums = [2,7,11,15], target = 9) == [0, 1]\n"
+                    "    assert candidate(nums = [3,3], target = 6) == [0, 1]\n"}
+    two_sum = ("class Solution:\n    def twoSum(self, nums: List[int], target: int) -> List[int]:\n        seen = {}\n"
+               "        for i, x in enumerate(nums):\n            if target - x in seen:\n"
+               "                return [seen[target - x], i]\n            seen[x] = i\n")
+    assert read_suite(leet).layout == "humaneval"
+    assert grade(two_sum, leet) == 1.0 and grade(two_sum.replace("[seen[target - x], i]", "[i, seen[target - x]]"), leet) == 0.0
+    plus = {"entry_point": "area", "test_imports": ["import math"], "test_list": ["assert area(2) == 4"],
+            "test": "inputs = [[2], [3]]\nresults = [4, 9]\nfor inp, exp in zip(inputs, results):\n"
+                    "    assert math.isclose(area(*inp), exp)\n"}
+    assert read_suite(plus).layout == "humaneval"
+    assert grade("def area(x):\n    return math.pow(x, 2)\n", plus) == 1.0
+    assert grade("def area(x):\n    return 2 * x\n", plus) == 0.0
