@@ -164,5 +164,6 @@ def convert_file(src: str, dst: str) -> dict:
         raise ConvertError(f"{len(problems)} row(s) cannot be converted; nothing written:\n  " + "\n  ".join(problems))
     out = Path(dst)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    out.write_text("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows),  # parquet dates as text
+                   encoding="utf-8")
     return {"rows": len(rows), "out": str(out)}

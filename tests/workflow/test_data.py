@@ -139,6 +139,8 @@ def _peer_rows(layout):
 
 
 def test_convert_deepcoder_jsonl_and_verl_parquet_keeps_tests_in_their_layout(tmp_path, capsys):
+    import datetime
+
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -147,12 +149,14 @@ def test_convert_deepcoder_jsonl_and_verl_parquet_keeps_tests_in_their_layout(tm
     deepcoder = _peer_rows("deepcoder")
     _write(tmp_path / "deepcoder.jsonl", [c["row"] for c in deepcoder])
     verl = _peer_rows("verl")
-    pq.write_table(pa.Table.from_pylist([c["row"] for c in verl]), tmp_path / "verl.parquet")
+    when = datetime.datetime(2024, 8, 3, 12, 0)  # parquet has dates; JSON holds them as text
+    pq.write_table(pa.Table.from_pylist([dict(c["row"], contest_date=when) for c in verl]), tmp_path / "verl.parquet")
     for name, cases in (("deepcoder.jsonl", deepcoder), ("verl.parquet", verl)):
         out = tmp_path / (name + ".agentrl.jsonl")
         assert main(["data", "convert", str(tmp_path / name), "-o", str(out)]) == 0
         rows = [json.loads(line) for line in out.read_text().splitlines()]
         assert len(rows) == len(cases)
+        assert name == "deepcoder.jsonl" or rows[0]["metadata"]["contest_date"] == "2024-08-03 12:00:00"
         for row, case in zip(rows, cases):
             for key in ("tests", "reward_model"):  # kept as published: JSON text stays JSON text
                 if key in case["row"]:
