@@ -111,7 +111,9 @@ class Sandbox:
     # ------------------------------------------------------------ model code
     def run_tests(self, code: str, tests: list[dict], *, timeout_per_test: float = 5.0, memory_mb: int = 512,
                   max_output: int = 1 << 20, allow_weak: bool | None = None) -> list[TestVerdict]:
-        """Run model-written `code` against each test in its own sandboxed process; verdicts are decided here."""
+        """Run model-written `code` against each test in its own sandboxed process; verdicts are decided here.
+        A test may carry `equal`, a trusted callable(got, expected) -> bool that replaces the default comparison
+        of a stdio test's output or an `== literal` assert's value."""
         if not isinstance(code, str):
             raise SandboxError(f"code must be str, got {type(code).__name__}", "bad_input")
         timeout_per_test, memory_mb = check_limits(timeout_per_test, memory_mb, "run_tests")
@@ -123,17 +125,17 @@ class Sandbox:
             header.update(op="test", timeout=float(timeout_per_test), memory_mb=int(memory_mb))
             blobs = [code.encode("utf-8", "replace")] + blobs
             blob_limit_ok(*blobs)
-            plans.append((header, blobs, expected))
+            plans.append((header, blobs, expected, test.get("equal")))
 
         def one(plan) -> TestVerdict:
             # A failure of the sandbox (a dead worker or template, a reset that failed) raises SandboxError:
             # the code was not judged, so it is unscorable, never a failed test.
-            header, blobs, expected = plan
+            header, blobs, expected, equal = plan
             status, got = pool.call(header, blobs, float(timeout_per_test) + GRACE_S)
             if "error" in status:
                 raise SandboxError(f"the sandbox could not run the test: {str(status['error'])[:300]}",
                                    str(status.get("cause") or "internal"))
-            return verdicts.judge(header, status, got, expected)
+            return verdicts.judge(header, status, got, expected, equal)
 
         if len(plans) <= 1:
             return [one(p) for p in plans]

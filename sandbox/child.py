@@ -115,7 +115,7 @@ def run_grader(code, filename: str, source: str, payload, network: bool, glb: di
 # ---------------------------------------------------------------- model code
 def _exec_solution(code: str, name: str) -> dict:
     namespace = {"__name__": name, "__builtins__": builtins}
-    exec(compile(code, "<solution>", "exec"), namespace)
+    exec(compile(code, "<solution>", "exec", dont_inherit=True), namespace)  # not this module's __future__ flags
     return namespace
 
 
@@ -149,7 +149,7 @@ def run_probe(code: str, expr: str) -> None:
     """Evaluate one side of `assert probe == literal`; the literal never enters this process."""
     try:
         ns = _exec_solution(code, "solution")
-        value = eval(compile(expr, "<test>", "eval"), ns)
+        value = eval(compile(expr, "<test>", "eval", dont_inherit=True), ns)
         tagged = to_tagged(value)
         _flush_std()
         _send({"value": tagged})
@@ -325,7 +325,7 @@ def run_assert_split(job_len: int, test_len: int) -> None:
                     ns[name] = from_tagged(what["value"])
                 except NotPlain:
                     pass
-        exec(compile(test, "<test>", "exec"), ns)
+        exec(compile(test, "<test>", "exec", dont_inherit=True), ns)
     except BaseException as e:  # noqa: BLE001
         _exit_like_python(e)
     _flush_std()

@@ -32,7 +32,7 @@ from agentrl.rewards.rewardset import RewardSet, ScoreResult
 SANDBOX_IMPORTS = (
     "re", "json", "math", "fractions",
     "agentrl.rewards", "agentrl.rewards.errors", "agentrl.rewards.mathcheck", "agentrl.rewards.mathextract",
-    "agentrl.rewards.mathnorm", "agentrl.rewards.codecheck", "agentrl.rewards.toolcheck", "agentrl.rewards.judge",
+    "agentrl.rewards.mathnorm", "agentrl.rewards.codecheck", "agentrl.rewards.codelayouts", "agentrl.rewards.toolcheck", "agentrl.rewards.judge",
     "sympy", "math_verify",  # the symbolic math check (run in a child process by mathcheck)
     "litellm",  # llm_judge / tool_use with a judge; such files also set NETWORK = True
 )

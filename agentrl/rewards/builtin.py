@@ -18,15 +18,18 @@ from agentrl.hookspecs import hookimpl
 @hookimpl
 def register_rewards(register):
     from agentrl.presets import coding, llm_judge, math, tool_use
+    from agentrl.rewards.codelayouts import applies
 
     for module, description in (
         (math, "final answer equals metadata.expected_answer (numbers, LaTeX, sympy)"),
-        (coding, "fraction of metadata.tests passed, run in the sandbox"),
+        (coding, "fraction of the row's tests passed (metadata.tests, or a peer dataset's own test fields), run in "
+                 "the sandbox"),
         (llm_judge, "an LLM grades the answer against metadata.rubric"),
         (tool_use, "metadata.expected_tools were called (set, order, arguments)"),
     ):
+        extra = {"applies": applies} if module is coding else {}  # which rows it scores: tests in a known layout
         register(module.__name__.rsplit(".", 1)[-1], module.grade, description=description,
-                 source=Path(module.__file__).resolve())
+                 source=Path(module.__file__).resolve(), **extra)
     import agentrl.presets
 
     custom = Path(agentrl.presets.__file__).resolve().parent / "custom.py"

@@ -31,18 +31,10 @@ def extract_code(text: str | None) -> str:
 
 
 def normalise_tests(tests: Any) -> list[dict]:
-    out = []
-    for n, t in enumerate(tests if isinstance(tests, list) else [tests]):
-        if isinstance(t, str):
-            out.append({"type": "assert", "code": t})
-        elif isinstance(t, dict) and t.get("type", "assert" if "code" in t else "stdio") == "assert" and "code" in t:
-            out.append({"type": "assert", "code": str(t["code"])})
-        elif isinstance(t, dict) and "expected_stdout" in t:
-            out.append({"type": "stdio", "stdin": str(t.get("stdin", "")), "expected_stdout": str(t["expected_stdout"])})
-        else:
-            raise ValueError(f"metadata.tests[{n}] is not an assert test ({{\"type\": \"assert\", \"code\": ...}}) "
-                             f"nor a stdio test ({{\"type\": \"stdio\", \"stdin\": ..., \"expected_stdout\": ...}}): {t!r}")
-    return out
+    """agentrl's own test list; a string must be Python test code (JSON text is never run as an assert)."""
+    from agentrl.rewards.codelayouts import _agentrl
+
+    return _agentrl(tests if isinstance(tests, list) else [tests]).tests
 
 
 def run_tests(code: str, tests: list[dict], timeout_per_test: float = 5.0) -> list:

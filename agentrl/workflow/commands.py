@@ -2,7 +2,7 @@
 
     agentrl data check [FILE...] [--config CONFIG] [--model PATH|demo] [--json]
     agentrl data split FILE --val 0.15 --stratify KEY[,KEY] --seed 0 -o DIR
-    agentrl data convert FILE -o OUT.jsonl | --to verl [--split val] -o OUT.parquet
+    agentrl data convert FILE(.jsonl|.parquet) -o OUT.jsonl | --to verl [--split val] -o OUT.parquet
     agentrl prior CONFIG [--samples 5] [--limit 50] [--data FILE]
     agentrl eval CONFIG --model base|RUN_DIR[:STEP]|PATH [--data FILE] [--samples K] -o OUT.jsonl
     agentrl compare A.jsonl B.jsonl [--by metadata.KEY ...] [-o compare.json]
@@ -92,6 +92,10 @@ def _show_check(result: dict, out: Output) -> None:
         out.line(f"model format: {f['family']} (parser {f['parser']}, from the {f['chosen']}"
                  + (f" in {f['template']}" if f["template"] and f["chosen"] == "chat template" else "")
                  + f"); final_answer: {f['final_answer'] or 'the last turn with special tokens removed'}")
+    if "coding_tests" in s:
+        out.table("coding tests (the layout the coding reward reads them in)", ["layout", "rows", "tests", "per row"],
+                  [[name, c["rows"], c["tests"], f"{c['min']}-{c['max']} (median {c['median']:g})"]
+                   for name, c in s["coding_tests"].items()])
     if "prompt_tokens" in s:
         t = s["prompt_tokens"]
         out.line(f"prompt tokens{' (with tool schemas)' if t['with_tool_schemas'] else ''}: min {t['min']}, "

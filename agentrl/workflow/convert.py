@@ -10,6 +10,17 @@
                   "expected_tools": [{"name": "search"}, {"name": "read"}], "allowed_tools": ["search", "list", "read"],
                   "task_type": "lookup", "difficulty": "easy"}}
 
+Coding rows as other trainers publish them (DeepCoder, TACO/APPS, LiveCodeBench, verl parquet, MBPP,
+HumanEval/EvalPlus, AceCoder, KodCode, open-r1; JSONL or parquet) keep every column under ``metadata`` with its
+own name and its tests in their own layout, which the ``coding`` reward reads as the dataset's harness does
+(agentrl/rewards/codelayouts.py). The prompt is the row's problem text (``problem``, ``question``,
+``question_content``, ``text``, ...; a verl row's ``prompt`` messages), with its starter code; the row's own
+``metadata`` column becomes ``metadata.metadata``.
+
+    {"problem": "...", "tests": "[{\"input\": \"1 2\\n\", \"output\": \"3\\n\", \"testtype\": \"stdin\"}]", "metadata": {}}
+  becomes
+    {"messages": [{"role": "user", "content": "..."}], "metadata": {"problem": "...", "tests": "[...]", "metadata": {}}}
+
 ``expected_answer`` and ``tolerance`` (relative) are what the ``math`` reward reads, ``expected_tools`` what ``tool_use`` reads and
 ``allowed_tools`` what the agent loop offers; every other field is kept under ``metadata`` so nothing is
 lost. A ``prompt`` may also be a list of messages. Rows already in agentrl's shape pass through.
@@ -37,12 +48,42 @@ def _tool_name(tool: Any) -> str | None:
     return None
 
 
+_PROBLEM_FIELDS = ("problem", "question", "question_content", "problem_description", "text", "query", "instruction")
+
+
+def _coding_row(row: dict, layout: str) -> dict:
+    """A coding row of another trainer's dataset: the problem as the prompt, every column kept."""
+    prompt = row.get("prompt")
+    if isinstance(prompt, list) and prompt:  # verl parquet: the chat messages
+        messages = prompt
+    else:
+        text = next((row[k] for k in _PROBLEM_FIELDS if isinstance(row.get(k), str) and row[k].strip()), None)
+        if text is None and isinstance(prompt, str) and prompt.strip():
+            text = (f"Complete this Python function:\n```python\n{prompt.rstrip()}\n```" if layout == "humaneval"
+                    else prompt)
+        if text is None:
+            raise ValueError(f"a {layout} coding row with no problem text: give one of \"prompt\", "
+                             + ", ".join(f'"{k}"' for k in _PROBLEM_FIELDS))
+        starter = row.get("starter_code")
+        if isinstance(starter, str) and starter.strip():
+            text += f"\n\nStart from this code:\n```python\n{starter.rstrip()}\n```"
+        messages = [{"role": "user", "content": text}]
+    out = {"messages": messages, "metadata": {k: v for k, v in row.items() if k != "messages"}}
+    rid = next((row[k] for k in ("id", "task_id", "question_id", "problem_id") if isinstance(row.get(k), (str, int))), None)
+    return {"id": str(rid), **out} if rid is not None else out
+
+
 def convert_row(row: Any) -> dict:
-    """One tutorial row as an agentrl row; ValueError says what is missing."""
+    """One tutorial or peer coding row as an agentrl row; ValueError says what is missing."""
+    from agentrl.rewards.codelayouts import read_suite
+
     if not isinstance(row, dict):
         raise ValueError(f"expected a JSON object, got {type(row).__name__}")
     if "messages" in row:
         return row
+    suite = read_suite(row)  # a coding row in a known layout; TestLayoutError (a ValueError) when unreadable
+    if suite is not None:
+        return _coding_row(row, suite.layout)
     prompt = row.get("prompt")
     if isinstance(prompt, str) and prompt.strip():
         messages = [{"role": "user", "content": prompt}]
@@ -81,8 +122,28 @@ def convert_row(row: Any) -> dict:
     return out
 
 
+def _records(path: Path):
+    """(where, line or row number, row or the JSON error) for each row of a JSONL or parquet file."""
+    if path.suffix == ".parquet":
+        try:
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise ConvertError(f"{path}: reading parquet needs pyarrow (pip install pyarrow)") from None
+        for n, row in enumerate(pq.read_table(path).to_pylist()):
+            yield f"{path}: row {n}", n, row
+        return
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    yield f"{path}:{lineno}", lineno, json.loads(line)
+                except json.JSONDecodeError as exc:
+                    yield f"{path}:{lineno}", lineno, exc
+
+
 def convert_file(src: str, dst: str, to: str = "agentrl", split: str = "train") -> dict:
-    """Convert every row of ``src``; any bad row stops the command before ``dst`` is written.
+    """Convert every row of ``src`` (JSONL, or parquet by its suffix); any bad row stops the command before
+    ``dst`` is written.
 
     ``to="verl"`` writes verl's parquet rows (``agentrl.verl.rows``): ``prompt``, ``data_source``,
     ``reward_model.ground_truth`` (from ``metadata.expected_answer``), ``extra_info`` (``split``, ``index``,
@@ -93,19 +154,16 @@ def convert_file(src: str, dst: str, to: str = "agentrl", split: str = "train") 
     path = Path(src)
     if not path.is_file():
         raise ConvertError(f"{src}: no such file")
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{src}:{lineno}"
-            try:
-                rows.append((path, lineno, _check_row(convert_row(json.loads(line)), where)))
-            except json.JSONDecodeError as exc:
-                problems.append(f"{where}: not valid JSON ({exc.msg})")
-            except ValueError as exc:
-                problems.append(f"{where}: {exc}")
-            except DatasetError as exc:
-                problems.append(str(exc))
+    for where, n, row in _records(path):
+        if isinstance(row, json.JSONDecodeError):
+            problems.append(f"{where}: not valid JSON ({row.msg})")
+            continue
+        try:
+            rows.append((path, n, _check_row(convert_row(row), where)))
+        except ValueError as exc:
+            problems.append(f"{where}: {exc}")
+        except DatasetError as exc:
+            problems.append(str(exc))
     if problems:
         raise ConvertError(f"{len(problems)} row(s) cannot be converted; nothing written:\n  " + "\n  ".join(problems))
     out = Path(dst)
@@ -118,5 +176,6 @@ def convert_file(src: str, dst: str, to: str = "agentrl", split: str = "train") 
     if to != "agentrl":
         raise ConvertError(f"--to {to!r}: use agentrl (JSONL rows) or verl (parquet rows)")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for _, _, r in rows), encoding="utf-8")
+    out.write_text("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for _, _, r in rows),  # parquet dates as text
+                   encoding="utf-8")
     return {"rows": len(rows), "out": str(out)}

@@ -5,11 +5,12 @@
     agentrl data convert tutorial.jsonl -o data/all.jsonl
 
 ``check`` reports every problem with ``file:line`` (not only the first): rows that are not agentrl rows,
-duplicate ids across all files, empty prompts, rows no configured reward applies to (each reward's metadata
-missing), and
+duplicate ids across all files, empty prompts, coding tests that cannot be read, rows no configured reward
+applies to (each reward's metadata missing), and
 prompts longer than ``agentrl.max_prompt_length`` once the tool schemas are in the template (a warning:
 verl keeps their end, so training runs, on a cut prompt). Then a summary:
-rows, metadata keys with their value counts, prompt lengths in tokens.
+rows, metadata keys with their value counts, the layout of the coding tests with tests per row, prompt
+lengths in tokens.
 """
 
 from __future__ import annotations
@@ -60,12 +61,40 @@ def reward_metadata_keys(rewards: list) -> dict[str, list[str]]:
         name = entry if isinstance(entry, str) else entry.get("name")
         label = entry if isinstance(entry, str) else entry.get("label", name)
         reg = table.get(name) if isinstance(name, str) else None
-        if reg is None:
-            continue
+        if reg is None or callable(reg.extra.get("applies")):
+            continue  # a reward that says itself which rows it applies to (reward_appliers)
         keys = reg.extra.get("metadata") or re.findall(r"metadata\.(\w+)", reg.description or "")
         if keys:
             needs[str(label)] = list(dict.fromkeys(keys))
     return needs
+
+
+def reward_appliers(rewards: list) -> dict[str, Any]:
+    """label -> applies(metadata) for configured rewards that declare it (the coding reward: tests in a known
+    layout, whatever their field is called)."""
+    from agentrl import plugins
+
+    table = plugins.rewards()
+    out = {}
+    for entry in rewards:
+        name = entry if isinstance(entry, str) else entry.get("name")
+        reg = table.get(name) if isinstance(name, str) else None
+        if reg is not None and callable(reg.extra.get("applies")):
+            out[str(entry if isinstance(entry, str) else entry.get("label", name))] = reg.extra["applies"]
+    return out
+
+
+def _coding_suite(meta: dict, where: str, layouts: dict, problems: list[Problem]) -> None:
+    """Count the row's coding tests by layout; tests that cannot be read are a problem of the row."""
+    from agentrl.rewards.codelayouts import TestLayoutError, read_suite
+
+    try:
+        suite = read_suite(meta)
+    except TestLayoutError as exc:
+        problems.append(Problem(where, f"coding tests: {exc}"))
+        return
+    if suite is not None:
+        layouts.setdefault(suite.layout, []).append(len(suite.tests))
 
 
 def _tool_schemas(settings: Any) -> list | None:
@@ -92,6 +121,8 @@ def check(files: list[str], *, settings: Any = None, model: str | None = None) -
     warnings: list[Problem] = []
     seen: dict[str, str] = {}
     needs = reward_metadata_keys(settings.rewards) if settings else {}
+    appliers = reward_appliers(settings.rewards) if settings else {}
+    layouts: dict[str, list[int]] = {}
     per_file: dict[str, int] = {}
     key_counts: collections.Counter = collections.Counter()
     values: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
@@ -118,10 +149,12 @@ def check(files: list[str], *, settings: Any = None, model: str | None = None) -
             if not users[-1]["content"].strip():
                 problems.append(Problem(where, "empty prompt: the last user message has no text"))
             meta = row.get("metadata") or {}
-            _reward_coverage(where, meta, needs, len(settings.rewards) if settings else 0, problems, warnings)
+            _coding_suite(meta, where, layouts, problems)
+            _reward_coverage(where, meta, needs, len(settings.rewards) if settings else 0, problems, warnings,
+                             appliers)
             for key, value in meta.items():
                 key_counts[key] += 1
-                if isinstance(value, (str, int, float, bool)) or value is None:
+                if isinstance(value, (int, float, bool)) or value is None or (isinstance(value, str) and len(value) < 200):
                     values[key][str(value)] += 1
                 elif isinstance(value, list) and all(isinstance(v, dict) and "name" in v for v in value):
                     values[key][",".join(str(v["name"]) for v in value)] += 1
@@ -132,6 +165,10 @@ def check(files: list[str], *, settings: Any = None, model: str | None = None) -
                                                 "distinct": len(values[k])} for k, n in key_counts.most_common()}}
     if model:
         summary["model_format"] = model_format(model, settings, warnings)
+    if layouts:  # which layout the coding reward reads each row's tests in, and how many tests per row
+        summary["coding_tests"] = {name: {"rows": len(counts), "tests": sum(counts), "min": min(counts),
+                                          "median": statistics.median(counts), "max": max(counts)}
+                                   for name, counts in sorted(layouts.items())}
     if model and good:
         summary["prompt_tokens"] = _prompt_lengths(good, model, settings, warnings)
     return {"ok": not problems, "problems": [p.as_dict() for p in problems],
@@ -139,11 +176,14 @@ def check(files: list[str], *, settings: Any = None, model: str | None = None) -
 
 
 def _reward_coverage(where: str, meta: dict, needs: dict[str, list[str]], n_rewards: int,
-                     problems: list[Problem], warnings: list[Problem]) -> None:
+                     problems: list[Problem], warnings: list[Problem], appliers: dict | None = None) -> None:
     """A reward whose metadata a row lacks does not apply to it (it returns None). That is a problem only
     when no configured reward applies: the row could never be scored."""
     lacking = {label: [k for k in keys if meta.get(k) in (None, "", [])] for label, keys in needs.items()}
     lacking = {label: keys for label, keys in lacking.items() if keys}
+    for label, applies in (appliers or {}).items():
+        if not applies(meta):
+            lacking[label] = ["tests (in a layout it reads)"]
     if not lacking:
         return
     said = "; ".join(f"{label!r} reads metadata.{', metadata.'.join(keys)}" for label, keys in lacking.items())

@@ -129,3 +129,69 @@ def test_convert_refuses_bad_rows_and_writes_nothing(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{src}:2: no \"prompt\"" in err and f"{src}:3: not valid JSON" in err
     assert not out.exists()
+
+
+def _peer_rows(layout):
+    from pathlib import Path
+
+    data = Path(__file__).parents[1] / "rewards" / "data" / "coding_peer_rows.jsonl"
+    return [c for c in map(json.loads, data.read_text().splitlines()) if c["layout"] == layout]
+
+
+def test_convert_deepcoder_jsonl_and_verl_parquet_keeps_tests_in_their_layout(tmp_path, capsys):
+    import datetime
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from agentrl.rewards import load_reward
+
+    deepcoder = _peer_rows("deepcoder")
+    _write(tmp_path / "deepcoder.jsonl", [c["row"] for c in deepcoder])
+    verl = _peer_rows("verl")
+    when = datetime.datetime(2024, 8, 3, 12, 0)  # parquet has dates; JSON holds them as text
+    pq.write_table(pa.Table.from_pylist([dict(c["row"], contest_date=when) for c in verl]), tmp_path / "verl.parquet")
+    for name, cases in (("deepcoder.jsonl", deepcoder), ("verl.parquet", verl)):
+        out = tmp_path / (name + ".agentrl.jsonl")
+        assert main(["data", "convert", str(tmp_path / name), "-o", str(out)]) == 0
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        assert len(rows) == len(cases)
+        assert name == "deepcoder.jsonl" or rows[0]["metadata"]["contest_date"] == "2024-08-03 12:00:00"
+        for row, case in zip(rows, cases):
+            for key in ("tests", "reward_model"):  # kept as published: JSON text stays JSON text
+                if key in case["row"]:
+                    assert row["metadata"][key] == case["row"][key]
+            item = {"messages": row["messages"], "metadata": row["metadata"]}
+            answer = {"final_answer": f"```python\n{case['correct']}\n```"}
+            assert load_reward("coding", timeout=120)(answer, item) == 1.0
+    capsys.readouterr()
+    assert main(["data", "check", str(tmp_path / "deepcoder.jsonl.agentrl.jsonl"), str(tmp_path / "verl.parquet.agentrl.jsonl"),
+                 "--json"]) == 0
+    coding = json.loads(capsys.readouterr().out)["summary"]["coding_tests"]
+    assert coding["deepcoder"] == {"rows": 6, "tests": 19, "min": 1, "median": 2, "max": 7}
+    assert coding["verl"]["rows"] == 4 and coding["verl"]["tests"] == 2 + 3 + 2 + 11
+
+
+def test_check_says_which_coding_tests_cannot_be_read_and_which_rows_coding_scores(tmp_path, demo_config, capsys):
+    import yaml
+
+    cfg = yaml.safe_load(demo_config.read_text())
+    cfg["agentrl"]["rewards"] = [{"name": "coding"}]
+    config = tmp_path / "coding.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    data = _write(tmp_path / "c.jsonl", [
+        _row("a", input_output=json.dumps({"inputs": ["1\n"], "outputs": ["1\n"]})),   # TACO: scored
+        _row("b", tests=['{"inputs": [1]}']),                                               # JSON text in an assert list
+        _row("c", unit_tests=[{"in": 1}]),                                                  # no known layout
+        _row("d", expected_answer="4"),                                                     # coding does not apply
+    ])
+    assert main(["data", "check", str(data), "--config", str(config), "--json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    where = {}
+    for p in result["problems"]:
+        where[p["where"]] = where.get(p["where"], "") + " | " + p["problem"]
+    assert f"{data}:1" not in where
+    assert "not Python test code" in where[f"{data}:2"]
+    assert "Known layouts: open-r1" in where[f"{data}:3"]
+    assert "no configured reward applies" in where[f"{data}:4"]
+    assert result["summary"]["coding_tests"] == {"taco": {"rows": 1, "tests": 1, "min": 1, "median": 1, "max": 1}}
