@@ -39,6 +39,29 @@ def test_the_agent_rft_list_shape_is_accepted_as_is_and_as_a_json_file(rft_serve
     assert mixed["s"].function and mixed["s"].parameters["required"] == ["metric"]
 
 
+def test_the_readme_inline_endpoint_list_trains(rft_server, tiny_model, tmp_path, capsys):
+    """The README's inline form (a list of endpoint dicts under agentrl.tools) goes through every check of
+    `agentrl train --dry-run` and into the run spec the workers read, as the JSON-file form does."""
+    import yaml
+
+    from agentrl.cli import main
+    from agentrl.spec import RunSpec
+
+    base, _ = rft_server
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(
+        {"messages": [{"role": "user", "content": f"What was Acme's revenue in {2020 + i}?"}],
+         "metadata": {"expected_answer": "842 million dollars"}}) + "\n" for i in range(4)))
+    config = tmp_path / "my.yaml"
+    config.write_text(yaml.safe_dump({"agentrl": {
+        "name": "inline", "model": str(tiny_model), "train_data": "train.jsonl", "tools": rft_tools(base),
+        "rewards": [{"name": "math"}], "batch_size": 2, "samples_per_prompt": 2, "device": "cpu",
+        "run_dir": str(tmp_path / "runs" / "inline")}}))
+    assert main(["train", str(config), "--dry-run"]) == 0, capsys.readouterr().err
+    spec = RunSpec.read(tmp_path / "runs" / "inline" / "agentrl_spec.json")
+    assert [t["name"] for t in spec.tools] == ["search", "lookup"]
+    assert spec.tools[0]["headers"] == {"Authorization": "Bearer ${RFT_TEST_TOKEN}"}  # the secret stays in the env
+
+
 def test_bad_entries_say_what_to_fix(monkeypatch):
     with pytest.raises(ToolConfigError, match="needs a \"name\""):
         parse_servers_config([{"url": "http://x/search"}])
