@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -91,8 +92,12 @@ def _cmd_tools(args: argparse.Namespace) -> int:
 
     servers = _servers_from(args.config)
     if args.action == "list":
-        print(tools_cli.list_tools(servers))
-        return 0
+        text, failures, records = tools_cli.list_servers(servers)
+        print(json.dumps(records, indent=2) if args.json else text)
+        if failures:
+            print(f"agentrl: error: {len(failures)} of {len(records)} tool servers did not answer; "
+                  f"`agentrl tools check {args.config}` times each", file=sys.stderr)
+        return 1 if failures else 0
     if args.action == "check":
         text, ok = tools_cli.check(servers)
         print(text)
@@ -159,6 +164,7 @@ def parser() -> argparse.ArgumentParser:
     tl.add_argument("config", help="a training config, or an mcpServers JSON file")
     tl.add_argument("tool", nargs="?", help="SERVER.TOOL (for call)")
     tl.add_argument("arguments", nargs="?", help="JSON object of arguments (for call)")
+    tl.add_argument("--json", action="store_true", help="list: the servers and their tools' schemas as JSON")
     tl.set_defaults(func=_cmd_tools)
     rw = sub.add_parser("reward", help="reward helpers")
     rw.add_argument("action", choices=["new", "review"])
@@ -208,6 +214,10 @@ def main(argv: list[str] | None = None) -> int:
     except AgentrlError as exc:
         print(f"agentrl: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `agentrl ... | head`: the reader stopped reading, which is not an error of ours
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that the interpreter's final flush does not fail again
+        return 141
 
 
 if __name__ == "__main__":

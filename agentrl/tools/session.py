@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from typing import TYPE_CHECKING, Any
 
 from agentrl.tools.types import ToolCall, ToolInfraError, ToolResult, new_connection, truncate
 
 if TYPE_CHECKING:
     from agentrl.tools.hub import ToolHub, _Server
+
+
+def restarted(srv: "_Server", conn: Any, why: str) -> None:
+    """Count a server's restart and say why on stderr (in training: training.log, echoed on the console),
+    with what a stdio server last wrote to its stderr."""
+    srv.stats.restarts += 1
+    tail = conn.stderr_tail() if hasattr(conn, "stderr_tail") else ""
+    print(f"agentrl: tool server {srv.spec.name!r}: {getattr(conn, 'died', '') or why}; "
+          f"starting a new session (restart {srv.stats.restarts}){tail}", file=sys.stderr, flush=True)
 
 
 def _allowed(exposed: str, server: str, tool: str, allowed: list[str] | None) -> bool:
@@ -106,16 +116,18 @@ class RolloutSession:
             conn = self._connections.get(name)
             if conn is None or not conn.alive:
                 if conn is not None:
-                    srv.stats.restarts += 1
+                    restarted(srv, conn, "its connection closed")
                     await conn.close()
                 conn = new_connection(srv.spec, rollout_id=self.rollout_id)
                 await conn.start()
                 self._connections[name] = conn
             return conn
 
-    async def _discard(self, name: str, conn) -> None:
-        if self._connections.get(name) is conn:
-            del self._connections[name]
+    async def _discard(self, srv: "_Server", conn, why: str = "") -> None:
+        if self._connections.get(srv.spec.name) is conn:
+            del self._connections[srv.spec.name]
+            if not self._closed:
+                restarted(srv, conn, why or "its connection was lost")
         await conn.close()
 
     async def aclose(self) -> None:

@@ -230,7 +230,7 @@ def test_metrics_show_each_step_once_and_validation_apart(resumed_run):
     val = [m for m in metrics if m["validation"] is True]
     assert [m["step"] for m in train] == list(range(1, STEPS_RESUMED + 1))
     # a step checkpointed just before an attempt stopped may have lost verl's own metrics, not its line
-    for key in ("reward_mean", "reward_std", "reward/math", "reward/my_reward", "response_length", "kl",
+    for key in ("reward_mean", "reward_std", "reward/math", "reward/my_reward", "response_length", "ppo_kl",
                 "advantages_mean", "loss", "entropy", "grad_norm", "learning_rate", "tool_calls_per_rollout",
                 "step_time", "unscorable"):
         assert key in train[-1], key

@@ -20,6 +20,8 @@ PROBE = str(HERE / "servers" / "probe_server.py")
 REPO = HERE.parent.parent
 EVERYTHING_VERSION = "2026.8.31"
 EVERYTHING_INSTALL = f"npm install --prefix .venv/npm @modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"
+FILESYSTEM_VERSION = "2026.8.31"
+FILESYSTEM_INSTALL = f"npm install --prefix .venv/npm @modelcontextprotocol/server-filesystem@{FILESYSTEM_VERSION}"
 
 
 def run(coro):
@@ -125,6 +127,15 @@ def everything_server():
     if not path.exists():
         pytest.skip(f"third-party MCP server not installed: run `{EVERYTHING_INSTALL}` in the repo root")
     return {"command": str(path), "args": ["stdio"]}
+
+
+@pytest.fixture(scope="session")
+def filesystem_server():
+    """@modelcontextprotocol/server-filesystem from npm (see FILESYSTEM_INSTALL): the command, without its folder."""
+    path = REPO / ".venv" / "npm" / "node_modules" / ".bin" / "mcp-server-filesystem"
+    if not path.exists():
+        pytest.skip(f"third-party MCP server not installed: run `{FILESYSTEM_INSTALL}` in the repo root")
+    return str(path)
 
 
 class _FlakyProxy(http.server.BaseHTTPRequestHandler):
