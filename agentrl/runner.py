@@ -88,16 +88,19 @@ def prepare(config_path: str, overrides: list[str], check_tools: bool = True) ->
 
     rewards = RewardSet.from_config(settings.rewards, where=f"{config_path}: agentrl.rewards")
     _check_sandbox(rewards.describe(), run_dir, str(config_path))
+    offered = None
     if settings.tools:
         from agentrl.tools import parse_servers_config
 
         parse_servers_config(settings.tools, allow=settings.tool_allow)
         if check_tools:
-            _check_tools(settings.tools, str(config_path))
+            offered = _check_tools(settings.tools, str(config_path))
 
     model_path, demo_paths = resolve_model(settings.model)
     train_src = settings.train_data if settings.train_data != "demo" else demo_paths.get("train_path")
     val_src = settings.val_data if settings.val_data != "demo" else demo_paths.get("val_path")
+    if offered is not None:
+        _check_tool_names(offered, [train_src, val_src], str(config_path))
     data_dir = run_dir / "data"
     n_train = convert(train_src, data_dir / "train.jsonl")
     n_val = convert(val_src, data_dir / "val.jsonl", split="val") if val_src else 0
@@ -156,16 +159,30 @@ def _lock_run_dir(run_dir: Path):
     return handle
 
 
-def _check_tools(tools: Any, where: str) -> None:
-    """Every tool server answers ``list_tools`` now, before Ray starts (``--skip-tool-check`` skips this)."""
-    from agentrl.tools.cli import check
+def _check_tools(tools: Any, where: str) -> dict[str, list[str]]:
+    """Every tool server answers ``list_tools`` now, before Ray starts (``--skip-tool-check`` skips this);
+    returns the tools each offers."""
+    from agentrl.tools.cli import check_servers
 
-    text, ok = check(tools)
+    text, ok, offered = check_servers(tools)
     print(f"tool servers: {text.splitlines()[-1]}", file=sys.stderr)
     if not ok:
         raise RunError(f"{where}: agentrl.tools: a tool server did not answer:\n{text}\n"
                        f"Fix the server or its entry, check it with `agentrl tools check {where}`, or start "
                        f"anyway with `agentrl train --skip-tool-check`")
+    return offered
+
+
+def _check_tool_names(offered: dict[str, list[str]], files: list, where: str) -> None:
+    """Rows whose allowed_tools / expected_tools name a tool no server offers stop the run here."""
+    from agentrl.dataset import read_rows, tool_name_problems
+
+    rows = [(f"{f}:{lineno}", row) for f in files if f for lineno, row in read_rows(f)]
+    problems = [f"{where}: {problem}" for where, problem in tool_name_problems(rows, offered)]
+    if problems:
+        more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
+        raise RunError(f"{where}: {len(problems)} row(s) name tools no server offers:\n  " + "\n  ".join(problems[:10])
+                       + more + "\nFix the names (`agentrl tools list " + where + "` lists the tools) or the servers")
 
 
 def _check_sandbox(described: list[dict], run_dir: Path, where: str) -> None:

@@ -28,6 +28,26 @@ def _allowed(exposed: str, server: str, tool: str, allowed: list[str] | None) ->
     return any(a in (exposed, tool, f"{server}.{tool}", f"{server}.*", server) for a in allowed)
 
 
+def unknown_tool_names(meta: dict, offered: dict[str, list[str]]) -> list[str]:
+    """What a row's ``metadata.allowed_tools`` / ``expected_tools`` name that no server offers, each said as
+    ``key 'name'``. ``offered``: the tools each server lists, ``{server: [tool, ...]}``. Names match as they
+    do in training: ``tool``, ``server.tool``, ``server.*`` or ``server`` (allowed), ``tool`` or its last part
+    after ``.`` or ``__`` (expected)."""
+    pairs = [(server, tool) for server, tools in offered.items() for tool in tools]
+    bad = []
+    allowed = meta.get("allowed_tools")
+    for name in allowed if isinstance(allowed, list) else []:
+        if not any(_allowed(tool, server, tool, [str(name)]) for server, tool in pairs):
+            bad.append(f"allowed_tools {name!r}")
+    expected = meta.get("expected_tools")
+    for entry in expected if isinstance(expected, list) else []:
+        name = str(entry.get("name") if isinstance(entry, dict) else entry)
+        last = name.split("__")[-1].split(".")[-1]
+        if not any(name in (tool, f"{server}.{tool}") or last == tool for server, tool in pairs):
+            bad.append(f"expected_tools {name!r}")
+    return bad
+
+
 def _arguments(raw: Any) -> tuple[dict | None, str]:
     """The call's arguments as a dict, or None and the reason the model should read."""
     if raw is None or raw == "":

@@ -63,7 +63,9 @@ def _data(args: argparse.Namespace) -> int:
     if not args.out:
         raise SystemExit("agentrl data convert needs -o OUT.jsonl")
     result = convert_file(args.files[0], args.out)
-    out.line(f"converted {result['rows']} rows → {result['out']}")
+    same = result["rows"] - result["changed"]
+    out.line(f"converted {result['rows']} rows → {result['out']} ({result['changed']} changed"
+             + (f"; {same} already agentrl rows, copied as they are" if same else "") + ")")
     out.emit(result)
     return 0
 

@@ -12,7 +12,8 @@
 
 ``expected_answer`` and ``tolerance`` (relative) are what the ``math`` reward reads, ``expected_tools`` what ``tool_use`` reads and
 ``allowed_tools`` what the agent loop offers; every other field is kept under ``metadata`` so nothing is
-lost. A ``prompt`` may also be a list of messages. Rows already in agentrl's shape pass through.
+lost. A ``prompt`` may also be a list of messages. OpenAI RFT rows (``messages`` with ``reference_answer`` and
+other grader fields at the top level) are converted the same way; rows already in agentrl's shape pass through.
 """
 
 from __future__ import annotations
@@ -41,18 +42,20 @@ def convert_row(row: Any) -> dict:
     """One tutorial row as an agentrl row; ValueError says what is missing."""
     if not isinstance(row, dict):
         raise ValueError(f"expected a JSON object, got {type(row).__name__}")
-    if "messages" in row:
-        return row
-    prompt = row.get("prompt")
-    if isinstance(prompt, str) and prompt.strip():
-        messages = [{"role": "user", "content": prompt}]
-    elif isinstance(prompt, list) and prompt:
-        messages = prompt
+    if "messages" in row:  # agentrl's shape, or OpenAI RFT's: messages and the grader's fields at the top level
+        if set(row) <= {"id", "messages", "metadata"}:
+            return row
+        messages = row["messages"]
+    elif isinstance(row.get("prompt"), str) and row["prompt"].strip():
+        messages = [{"role": "user", "content": row["prompt"]}]
+    elif isinstance(row.get("prompt"), list) and row["prompt"]:
+        messages = row["prompt"]
     else:
         raise ValueError('no "prompt" (a non-empty string or list of messages) and no "messages"')
     meta: dict[str, Any] = {}
     if "reference_answer" in row:
         meta["expected_answer"] = str(row["reference_answer"])
+        meta["reference_answer"] = row["reference_answer"]  # graders' {{item.reference_answer}} still finds it
     expected = row.get("expected") or {}
     if not isinstance(expected, dict):
         raise ValueError('"expected" must be an object (tolerance_rel, evidence_path, must_use_tools)')
@@ -73,7 +76,7 @@ def convert_row(row: Any) -> dict:
         raise ValueError('"metadata" must be an object')
     meta.update(extra)
     for key, value in row.items():
-        if key not in {"id", "prompt", "reference_answer", "expected", "tools", "metadata"}:
+        if key not in {"id", "prompt", "messages", "reference_answer", "expected", "tools", "metadata"}:
             meta.setdefault(key, value)
     out = {"messages": messages, "metadata": meta}
     if "id" in row:
@@ -85,7 +88,7 @@ def convert_file(src: str, dst: str) -> dict:
     """Convert every row of ``src``; any bad row stops the command before ``dst`` is written."""
     from agentrl.dataset import DatasetError, _check_row
 
-    rows, problems = [], []
+    rows, problems, changed = [], [], 0
     path = Path(src)
     if not path.is_file():
         raise ConvertError(f"{src}: no such file")
@@ -95,7 +98,9 @@ def convert_file(src: str, dst: str) -> dict:
                 continue
             where = f"{src}:{lineno}"
             try:
-                rows.append(_check_row(convert_row(json.loads(line)), where))
+                row = json.loads(line)
+                rows.append(_check_row(convert_row(row), where))
+                changed += rows[-1] is not row
             except json.JSONDecodeError as exc:
                 problems.append(f"{where}: not valid JSON ({exc.msg})")
             except ValueError as exc:
@@ -107,4 +112,4 @@ def convert_file(src: str, dst: str) -> dict:
     out = Path(dst)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    return {"rows": len(rows), "out": str(out)}
+    return {"rows": len(rows), "changed": changed, "out": str(out)}
