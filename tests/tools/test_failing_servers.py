@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from agentrl.cli import main
 from agentrl.tools import ToolCall, ToolHub, ToolInfraError
 
 from .conftest import HERE, run
@@ -34,28 +35,28 @@ def test_a_hung_stdio_server_fails_the_check_once_with_the_reason(tmp_path):
     assert "Future exception was never retrieved" not in out and "Traceback" not in out, out
 
 
-def test_a_server_that_dies_at_start_shows_its_stderr(filesystem_server, tmp_path):
+def test_a_server_that_dies_at_start_shows_its_stderr(filesystem_server, tmp_path, capsys):
     """The npm filesystem server, given a folder that does not exist, prints why on stderr and exits."""
     config = tmp_path / "tools.json"
     config.write_text(json.dumps({"mcpServers": {"files": {"command": filesystem_server,
                                                             "args": [str(tmp_path / "no-such-folder")]}}}))
     for action in ("check", "list"):
-        result = agentrl("tools", action, str(config))
-        out = result.stdout + result.stderr
-        assert result.returncode == 1, (action, out)
+        rc = main(["tools", action, str(config)])
+        captured = capsys.readouterr()
+        out = captured.out + captured.err
+        assert rc == 1, (action, out)
         assert "None of the specified directories are accessible" in out, (action, out)
         assert "exited or closed its stdout before MCP's handshake" in out, (action, out)
         assert "Traceback" not in out and "Future exception" not in out, (action, out)
 
 
-def test_tools_list_json_and_a_working_third_party_server(filesystem_server, tmp_path):
+def test_tools_list_json_and_a_working_third_party_server(filesystem_server, tmp_path, capsys):
     (tmp_path / "filings").mkdir()
     config = tmp_path / "tools.json"
     config.write_text(json.dumps({"mcpServers": {"files": {"command": filesystem_server,
                                                             "args": [str(tmp_path / "filings")]}}}))
-    result = agentrl("tools", "list", str(config), "--json")
-    assert result.returncode == 0, result.stderr
-    (server,) = json.loads(result.stdout)
+    assert main(["tools", "list", str(config), "--json"]) == 0
+    (server,) = json.loads(capsys.readouterr().out)
     names = {t["name"] for t in server["tools"]}
     assert server["server"] == "files" and {"read_text_file", "list_directory"} <= names, names
 
