@@ -123,6 +123,17 @@ def prepare(config_path: str, overrides: list[str], check_tools: bool = True) ->
             "cpu": cpu, "rows": n_train, "settings": settings}
 
 
+def _note_start_error(config_path: str, overrides: list[str], exc: Exception) -> None:
+    from agentrl.ui.server import run_dir_of
+
+    try:
+        run_dir = run_dir_of(config_path, overrides)
+        if run_dir.is_dir():
+            (run_dir / START_ERROR).write_text(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {exc}\n")
+    except (AgentrlError, OSError):  # no config to find the run directory by, or none was made: nothing to note
+        pass
+
+
 def _attempt_number(run_dir: Path) -> int:
     logs = run_dir / "logs"
     logs.mkdir(exist_ok=True)
@@ -210,8 +221,16 @@ def _check_sandbox(described: list[dict], run_dir: Path, where: str) -> None:
         box.close()
 
 
+START_ERROR = "start_error.txt"  # why the last `agentrl train` stopped before verl started (the job page shows it)
+
+
 def train(config_path: str, overrides: list[str], out=sys.stdout, check_tools: bool = True) -> int:
-    plan = prepare(config_path, overrides, check_tools=check_tools)
+    try:
+        plan = prepare(config_path, overrides, check_tools=check_tools)
+    except AgentrlError as exc:
+        _note_start_error(config_path, overrides, exc)
+        raise
+    (plan["run_dir"] / START_ERROR).unlink(missing_ok=True)
     if not plan["cpu"]:
         from agentrl.verl import gpu_plan
 
