@@ -97,6 +97,7 @@ def prepare(config_path: str, overrides: list[str], check_tools: bool = True) ->
             offered = _check_tools(settings.tools, str(config_path))
 
     model_path, demo_paths = resolve_model(settings.model)
+    _check_positions(model_path, settings, str(config_path))
     train_src = settings.train_data if settings.train_data != "demo" else demo_paths.get("train_path")
     val_src = settings.val_data if settings.val_data != "demo" else demo_paths.get("val_path")
     if offered is not None:
@@ -182,6 +183,22 @@ def _check_tools(tools: Any, where: str) -> dict[str, list[str]]:
                        f"Fix the server or its entry, check it with `agentrl tools check {where}`, or start "
                        f"anyway with `agentrl train --skip-tool-check`")
     return offered
+
+
+def _check_positions(model_path: str, settings: Any, where: str) -> None:
+    """A warning when a prompt and its response can be longer than the model has positions for."""
+    try:
+        config = json.loads((Path(model_path) / "config.json").read_text())
+    except (OSError, ValueError):
+        return
+    config = config.get("text_config", config)
+    positions = config.get("max_position_embeddings")
+    total = settings.max_prompt_length + settings.max_response_length
+    if isinstance(positions, int) and total > positions:
+        print(f"agentrl: warning: {where}: max_prompt_length + max_response_length = {settings.max_prompt_length} + "
+              f"{settings.max_response_length} = {total} tokens, but the model has {positions} positions "
+              f"(max_position_embeddings in {model_path}/config.json); a rollout that long fails or degrades. "
+              f"Lower them so that they add up to at most {positions}", file=sys.stderr, flush=True)
 
 
 def _check_tool_names(offered: dict[str, list[str]], files: list, where: str) -> None:
