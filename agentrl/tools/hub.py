@@ -105,7 +105,7 @@ class ToolHub:
 
     async def _probe(self, srv: _Server) -> None:
         while srv.breaker.state != "closed":
-            await asyncio.sleep(srv.breaker.first_reset)
+            await asyncio.sleep(max(srv.breaker.first_reset, 0.2))
             conn = new_connection(srv.spec)
             try:
                 await asyncio.wait_for(self._probe_once(conn), srv.spec.timeout)
