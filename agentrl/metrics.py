@@ -89,9 +89,13 @@ def no_signal(line: dict) -> str:
     gradient norm. The job page and the console say the same words."""
     share, grad = line.get("frac_reward_zero_std"), line.get("grad_norm")
     if share == 1.0:
-        return ("no learning signal: in every group the samples got the same reward, so every GRPO advantage is 0 "
-                "and the update changes nothing. Make the task easier or the reward finer (partial credit), raise "
-                "samples_per_prompt or the temperature, or check the reward on a few rollouts (`agentrl prior`)")
+        mean = line.get("reward_mean")
+        return ("no learning signal: in every group the samples got the same reward"
+                + (f" (mean {mean:.2f})" if isinstance(mean, (int, float)) else "")
+                + ", so every GRPO advantage is 0 and the update changes nothing. If every sample was right, the "
+                  "prompts are learnt or too easy; if every one was wrong, make the task easier or the reward finer "
+                  "(partial credit), raise samples_per_prompt or the temperature, and check the reward on a few "
+                  "rollouts (`agentrl prior`)")
     if grad == 0.0:
         return ("no learning signal: the gradient norm is 0, so the update changes nothing (all advantages 0, "
                 "or every rollout left out as unscorable)")
