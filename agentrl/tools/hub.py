@@ -97,7 +97,7 @@ class ToolHub:
 
     def _watch(self, srv: _Server) -> None:
         """While the circuit is open, probe the server in the background (a fresh connection and
-        ``tools/list``; for an HTTP endpoint a connection to its port) every ``first_reset`` seconds, and
+        ``tools/list``; for an HTTP endpoint a GET of its URL) every ``first_reset`` seconds, and
         close the circuit at the first answer: calls fail fast meanwhile, and a recovered server is used
         again at once, however long the breaker's own wait has grown."""
         if srv.probe is None or srv.probe.done():
@@ -112,6 +112,9 @@ class ToolHub:
             except Exception:  # still down (or still not answering)
                 await conn.close()
                 continue
+            if srv.breaker.state == "closed":  # a trial call got through first: keep its session
+                await conn.close()
+                return
             srv.breaker.success()
             if srv.spec.stateful or srv.spec.function:
                 await conn.close()
