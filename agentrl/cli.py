@@ -100,7 +100,14 @@ def _cmd_tools(args: argparse.Namespace) -> int:
         return 1 if failures else 0
     if args.action == "check":
         text, ok = tools_cli.check(servers)
-        print(text)
+        if args.json:  # one record per server line: ok, FAIL, or ?? (reachable, token not verified)
+            *lines, tail = text.splitlines()
+            status = {"ok": "ok", "FA": "fail", "??": "unverified"}
+            print(json.dumps({"ok": ok, "summary": tail, "servers": [
+                {"server": line[5:].split(":", 1)[0], "status": status.get(line[:2], "fail"), "detail": line[5:]}
+                for line in lines]}, indent=2))
+        else:
+            print(text)
         return 0 if ok else 1
     if not args.tool:
         raise SystemExit("usage: agentrl tools call CONFIG SERVER.TOOL '{\"arg\": 1}'")
@@ -164,7 +171,7 @@ def parser() -> argparse.ArgumentParser:
     tl.add_argument("config", help="a training config, or an mcpServers JSON file")
     tl.add_argument("tool", nargs="?", help="SERVER.TOOL (for call)")
     tl.add_argument("arguments", nargs="?", help="JSON object of arguments (for call)")
-    tl.add_argument("--json", action="store_true", help="list: the servers and their tools' schemas as JSON")
+    tl.add_argument("--json", action="store_true", help="list, check: the result as JSON")
     tl.set_defaults(func=_cmd_tools)
     rw = sub.add_parser("reward", help="reward helpers")
     rw.add_argument("action", choices=["new", "review"])

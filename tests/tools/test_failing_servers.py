@@ -59,6 +59,9 @@ def test_tools_list_json_and_a_working_third_party_server(filesystem_server, tmp
     (server,) = json.loads(capsys.readouterr().out)
     names = {t["name"] for t in server["tools"]}
     assert server["server"] == "files" and {"read_text_file", "list_directory"} <= names, names
+    assert main(["tools", "check", str(config), "--json"]) == 0
+    checked = json.loads(capsys.readouterr().out)
+    assert checked["ok"] and checked["servers"][0]["server"] == "files" and checked["servers"][0]["status"] == "ok"
 
 
 def test_a_server_that_dies_later_is_restarted_and_says_why(probe_stdio, capsys):
