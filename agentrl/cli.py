@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -91,11 +92,22 @@ def _cmd_tools(args: argparse.Namespace) -> int:
 
     servers = _servers_from(args.config)
     if args.action == "list":
-        print(tools_cli.list_tools(servers))
-        return 0
+        text, failures, records = tools_cli.list_servers(servers)
+        print(json.dumps(records, indent=2) if args.json else text)
+        if failures:
+            print(f"agentrl: error: {len(failures)} of {len(records)} tool servers did not answer; "
+                  f"`agentrl tools check {args.config}` times each", file=sys.stderr)
+        return 1 if failures else 0
     if args.action == "check":
         text, ok = tools_cli.check(servers)
-        print(text)
+        if args.json:  # one record per server line: ok, FAIL, or ?? (reachable, token not verified)
+            *lines, tail = text.splitlines()
+            status = {"ok": "ok", "FA": "fail", "??": "unverified"}
+            print(json.dumps({"ok": ok, "summary": tail, "servers": [
+                {"server": line[5:].split(":", 1)[0], "status": status.get(line[:2], "fail"), "detail": line[5:]}
+                for line in lines]}, indent=2))
+        else:
+            print(text)
         return 0 if ok else 1
     if not args.tool:
         raise SystemExit("usage: agentrl tools call CONFIG SERVER.TOOL '{\"arg\": 1}'")
@@ -159,6 +171,7 @@ def parser() -> argparse.ArgumentParser:
     tl.add_argument("config", help="a training config, or an mcpServers JSON file")
     tl.add_argument("tool", nargs="?", help="SERVER.TOOL (for call)")
     tl.add_argument("arguments", nargs="?", help="JSON object of arguments (for call)")
+    tl.add_argument("--json", action="store_true", help="list, check: the result as JSON")
     tl.set_defaults(func=_cmd_tools)
     rw = sub.add_parser("reward", help="reward helpers")
     rw.add_argument("action", choices=["new", "review"])
@@ -208,6 +221,10 @@ def main(argv: list[str] | None = None) -> int:
     except AgentrlError as exc:
         print(f"agentrl: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `agentrl ... | head`: the reader stopped reading, which is not an error of ours
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that the interpreter's final flush does not fail again
+        return 141
 
 
 if __name__ == "__main__":

@@ -54,6 +54,10 @@ class AgentSettings(BaseModel):
         None, description="an LLM plays the user: {model, max_turns, api_base, api_key_env}; goal from metadata.user_goal")
 
 
+# plugin names, Agent RFT endpoint entries (a list of dicts), an mcpServers dict, or a JSON file's path
+ToolsSetting = Union[list[Union[str, dict[str, Any]]], dict[str, Any], str, None]
+
+
 class AgentrlSettings(BaseModel):
     """Everything under ``agentrl:``."""
 
@@ -61,7 +65,7 @@ class AgentrlSettings(BaseModel):
     model: str = Field(..., description="HF model directory, or 'demo'")
     train_data: str
     val_data: Optional[str] = None
-    tools: Union[list[Union[str, dict[str, Any]]], dict[str, Any], str, None] = None  # plugin names and Agent RFT tool entries
+    tools: ToolsSetting = None
     tool_allow: Optional[dict[str, list[str]]] = Field(None, description="per-server allow-list of tool names")
     rewards: list[Union[str, dict[str, Any]]]
     batch_size: int = Field(8, ge=1, description="prompts per training step")

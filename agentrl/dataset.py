@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from agentrl.errors import AgentrlError
 
@@ -67,6 +67,17 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, dict]]:
             except json.JSONDecodeError as exc:
                 raise DatasetError(f"{where}: {_json_problem(line.rstrip(), exc)}") from None
             yield lineno, _check_row(row, where)
+
+
+def tool_name_problems(rows: Iterable[tuple[str, dict]], offered: dict[str, list[str]]) -> list[tuple[str, str]]:
+    """``(where, problem)`` for each row whose ``allowed_tools`` / ``expected_tools`` name a tool no server
+    offers (such a row is offered no tools, or can never earn its tool reward). ``rows``: ``(file:line, row)``."""
+    from agentrl.tools.session import unknown_tool_names
+
+    known = sorted({t for tools in offered.values() for t in tools})
+    shown = ", ".join(known[:20]) + (" ..." if len(known) > 20 else "")
+    return [(where, f"metadata {', '.join(bad)}: no tool server offers it (they offer: {shown or 'nothing'})")
+            for where, row in rows if (bad := unknown_tool_names(row.get("metadata") or {}, offered))]
 
 
 def _json_problem(line: str, exc: json.JSONDecodeError) -> str:

@@ -1,6 +1,6 @@
 """Per-step metrics, console progress and checkpoint bookkeeping for a run directory.
 
-    {"step": 3, "validation": false, "reward_mean": 0.61, "reward/math": 0.6, "kl": 0.002, ...}
+    {"step": 3, "validation": false, "reward_mean": 0.61, "reward/math": 0.6, "frac_reward_zero_std": 0.25, ...}
     {"step": 3, "validation": true, "val/reward_mean": 0.55, "val/reward/math": 0.5, "val/rollouts": 64, ...}
 
 verl logs its own step metrics (loss, KL, entropy, grad norm, ...) to a JSONL file; the agent loop logs
@@ -46,6 +46,7 @@ def rollout_summary(rollouts: list[dict]) -> dict[str, Any]:
         "reward_std": statistics.pstdev(rewards) if len(rewards) > 1 else (0.0 if rewards else None),
         "tool_calls_per_rollout": statistics.fmean(r.get("tool_calls", 0) for r in rollouts) if rollouts else None,
     }
+    out["frac_reward_zero_std"] = zero_spread_share(scored)
     parts: dict[str, list[float]] = defaultdict(list)
     for r in scored:
         for name, value in (r.get("components") or {}).items():
@@ -59,6 +60,34 @@ def rollout_summary(rollouts: list[dict]) -> dict[str, Any]:
         out["staleness_max"] = max(stale)
         out.update({f"staleness/{k}": stale.count(k) for k in sorted(set(stale))})  # rollouts per value
     return out
+
+
+def zero_spread_share(scored: list[dict]) -> float | None:
+    """The share of prompt groups (samples of one prompt, ``prompt_id``) whose rewards are all equal: GRPO
+    gives such a group zero advantages, so it teaches nothing. None when no group has two scored samples."""
+    groups: dict[Any, list[float]] = defaultdict(list)
+    for r in scored:
+        groups[r.get("prompt_id")].append(float(r["reward"]))
+    sized = [g for g in groups.values() if len(g) > 1]
+    return sum(max(g) - min(g) < 1e-9 for g in sized) / len(sized) if sized else None
+
+
+def no_signal(line: dict) -> str:
+    """Why a training step taught nothing ("" when it may have): every group's rewards equal, or a zero
+    gradient norm. The job page and the console say the same words."""
+    share, grad = line.get("frac_reward_zero_std"), line.get("grad_norm")
+    if share == 1.0:
+        mean = line.get("reward_mean")
+        return ("no learning signal: in every group the samples got the same reward"
+                + (f" (mean {mean:.2f})" if isinstance(mean, (int, float)) else "")
+                + ", so every GRPO advantage is 0 and the update changes nothing. If every sample was right, the "
+                  "prompts are learnt or too easy; if every one was wrong, make the task easier or the reward finer "
+                  "(partial credit), raise samples_per_prompt or the temperature, and check the reward on a few "
+                  "rollouts (`agentrl prior`)")
+    if grad == 0.0:
+        return ("no learning signal: the gradient norm is 0, so the update changes nothing (all advantages 0, "
+                "or every rollout left out as unscorable)")
+    return ""
 
 
 def last_complete_checkpoint(run_dir: Path) -> dict | None:
@@ -279,8 +308,13 @@ class Watcher:
                               "staleness": step - 1 - version if isinstance(version, int) else None}
                     append_jsonl(self.rollouts_file, placed)
 
+        self.silent_steps = 0  # consecutive training steps with no learning signal
+        self.log_file = self.run_dir / "training.log"  # tool-server restarts the workers report are echoed
+        self.log_offset = self.log_file.stat().st_size if self.log_file.exists() else 0
+
     def poll(self) -> None:
         self._place_trained()
+        self._echo_tool_events()
         rollouts, self.rollout_offset = read_jsonl(self.rollouts_file, self.rollout_offset)
         for r in rollouts:
             self.pending[(r.get("step"), bool(r.get("validation")))].append(r)
@@ -294,6 +328,21 @@ class Watcher:
         status = check_checkpoint(self.run_dir)
         if status:
             print(f"  checkpoint saved: step {status['step']} -> {status['hf_model']}", file=self.out, flush=True)
+
+    def _echo_tool_events(self) -> None:
+        """Print the lines the workers wrote to training.log about tool servers (restarts, with the reason)."""
+        try:
+            with self.log_file.open("rb") as fh:
+                fh.seek(self.log_offset)
+                chunk = fh.read()
+        except OSError:
+            return
+        complete = chunk[: chunk.rfind(b"\n") + 1]
+        self.log_offset += len(complete)
+        for raw in complete.decode(errors="replace").splitlines():
+            at = raw.find("agentrl: tool server ")
+            if at >= 0:  # Ray prefixes worker lines with "(AgentLoopWorker pid=...)"
+                print(f"  {raw[at:]}", file=self.out, flush=True)
 
     def _write(self, line: dict) -> None:
         with self.metrics_file.open("a") as fh:
@@ -321,6 +370,8 @@ class Watcher:
             if theirs in data:
                 line[ours] = _finite(data[theirs])
         line["verl"] = {k: _finite(v) for k, v in data.items() if not k.startswith("val") and _finite(v) is not None}
+        if no_signal(line):
+            line["warning"] = no_signal(line)
         self._write(line)
         now = time.monotonic()
         if self.first_step is None:
@@ -337,6 +388,11 @@ class Watcher:
             extra += f"  staleness {line['staleness_mean']:.2f} (max {line['staleness_max']})"
         print(f"step {step}/{self.total}  elapsed {_clock(elapsed)}  eta {_clock(eta)}  reward {_fmt(line.get('reward_mean'))}"
               f"  tool calls/rollout {line.get('tool_calls_per_rollout') or 0:.2f}{extra}", file=self.out, flush=True)
+        why = line.get("warning", "")
+        self.silent_steps = self.silent_steps + 1 if why else 0
+        if why and self.silent_steps in (1, 5) or self.silent_steps and self.silent_steps % 20 == 0:
+            print(f"  warning: step {step}: {why}" + (f" ({self.silent_steps} steps in a row)" if self.silent_steps > 1 else ""),
+                  file=self.out, flush=True)
 
     def finish(self) -> None:
         done = self.last_step - self.start_step

@@ -89,16 +89,20 @@ def prepare(config_path: str, overrides: list[str], check_tools: bool = True) ->
 
     rewards = RewardSet.from_config(settings.rewards, where=f"{config_path}: agentrl.rewards")
     _check_sandbox(rewards.describe(), run_dir, str(config_path))
+    offered = None
     if settings.tools:
         from agentrl.tools import parse_servers_config
 
         parse_servers_config(settings.tools, allow=settings.tool_allow)
         if check_tools:
-            _check_tools(settings.tools, str(config_path))
+            offered = _check_tools(settings.tools, str(config_path))
 
     model_path, demo_paths = resolve_model(settings.model)
+    _check_positions(model_path, settings, str(config_path))
     train_src = settings.train_data if settings.train_data != "demo" else demo_paths.get("train_path")
     val_src = settings.val_data if settings.val_data != "demo" else demo_paths.get("val_path")
+    if offered is not None:
+        _check_tool_names(offered, [train_src, val_src], str(config_path))
     n_train = convert(train_src, RunDir(run_dir).train_data)
     n_val = convert(val_src, RunDir(run_dir).val_data, split="val") if val_src else 0
 
@@ -118,6 +122,17 @@ def prepare(config_path: str, overrides: list[str], check_tools: bool = True) ->
     RunDir(run_dir).config.write_text(yaml.safe_dump(resolved, sort_keys=False))
     return {"run_dir": run_dir, "lock": lock, "overrides": verl_overrides, "total_steps": total,
             "cpu": cpu, "rows": n_train, "settings": settings}
+
+
+def _note_start_error(config_path: str, overrides: list[str], exc: Exception) -> None:
+    from agentrl.ui.server import run_dir_of
+
+    try:
+        run_dir = run_dir_of(config_path, overrides)
+        if run_dir.is_dir():
+            RunDir(run_dir).start_error.write_text(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {exc}\n")
+    except (AgentrlError, OSError):  # no config to find the run directory by, or none was made: nothing to note
+        pass
 
 
 def _attempt_number(run_dir: Path) -> int:
@@ -151,16 +166,46 @@ def _lock_run_dir(run_dir: Path):
     return handle
 
 
-def _check_tools(tools: Any, where: str) -> None:
-    """Every tool server answers ``list_tools`` now, before Ray starts (``--skip-tool-check`` skips this)."""
-    from agentrl.tools.cli import check
+def _check_tools(tools: Any, where: str) -> dict[str, list[str]]:
+    """Every tool server answers ``list_tools`` now, before Ray starts (``--skip-tool-check`` skips this);
+    returns the tools each offers."""
+    from agentrl.tools.cli import check_servers
 
-    text, ok = check(tools)
+    text, ok, offered = check_servers(tools)
     print(f"tool servers: {text.splitlines()[-1]}", file=sys.stderr)
     if not ok:
         raise RunError(f"{where}: agentrl.tools: a tool server did not answer:\n{text}\n"
                        f"Fix the server or its entry, check it with `agentrl tools check {where}`, or start "
                        f"anyway with `agentrl train --skip-tool-check`")
+    return offered
+
+
+def _check_positions(model_path: str, settings: Any, where: str) -> None:
+    """A warning when a prompt and its response can be longer than the model has positions for."""
+    try:
+        config = json.loads((Path(model_path) / "config.json").read_text())
+    except (OSError, ValueError):
+        return
+    config = config.get("text_config", config)
+    positions = config.get("max_position_embeddings")
+    total = settings.max_prompt_length + settings.max_response_length
+    if isinstance(positions, int) and total > positions:
+        print(f"agentrl: warning: {where}: max_prompt_length + max_response_length = {settings.max_prompt_length} + "
+              f"{settings.max_response_length} = {total} tokens, but the model has {positions} positions "
+              f"(max_position_embeddings in {model_path}/config.json); a rollout that long fails or degrades. "
+              f"Lower them so that they add up to at most {positions}", file=sys.stderr, flush=True)
+
+
+def _check_tool_names(offered: dict[str, list[str]], files: list, where: str) -> None:
+    """Rows whose allowed_tools / expected_tools name a tool no server offers stop the run here."""
+    from agentrl.dataset import read_rows, tool_name_problems
+
+    rows = [(f"{f}:{lineno}", row) for f in files if f for lineno, row in read_rows(f)]
+    problems = [f"{where}: {problem}" for where, problem in tool_name_problems(rows, offered)]
+    if problems:
+        more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
+        raise RunError(f"{where}: {len(problems)} row(s) name tools no server offers:\n  " + "\n  ".join(problems[:10])
+                       + more + "\nFix the names (`agentrl tools list " + where + "` lists the tools) or the servers")
 
 
 def _check_sandbox(described: list[dict], run_dir: Path, where: str) -> None:
@@ -189,7 +234,12 @@ def _check_sandbox(described: list[dict], run_dir: Path, where: str) -> None:
 
 
 def train(config_path: str, overrides: list[str], out=sys.stdout, check_tools: bool = True) -> int:
-    plan = prepare(config_path, overrides, check_tools=check_tools)
+    try:
+        plan = prepare(config_path, overrides, check_tools=check_tools)
+    except AgentrlError as exc:
+        _note_start_error(config_path, overrides, exc)
+        raise
+    RunDir(plan["run_dir"]).start_error.unlink(missing_ok=True)
     if not plan["cpu"]:
         from agentrl.verl import gpu_plan
 

@@ -16,7 +16,7 @@ from typing import Any, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from agentrl.config import AgentrlSettings, AgentSettings
+from agentrl.config import AgentrlSettings, AgentSettings, ToolsSetting
 from agentrl.errors import AgentrlError
 
 VERSION = 1
@@ -31,7 +31,7 @@ class RunSpec(BaseModel):
 
     version: int = VERSION
     run_dir: str
-    tools: Union[list[str], dict[str, Any], str, None] = None
+    tools: ToolsSetting = None  # the config's agentrl.tools as written, inline endpoint lists included
     tool_allow: Optional[dict[str, list[str]]] = None
     rewards: list[Union[str, dict[str, Any]]]
     agent: AgentSettings = AgentSettings()

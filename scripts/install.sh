@@ -34,11 +34,15 @@ PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
 "${PIP[@]}" -e ".[test]" -e plugins/agentrl-calculator
 "$VENV/bin/python" -m pip check >/dev/null
 
-# A third-party MCP server, published on npm, that the tool tests talk to.
+# Third-party MCP servers, published on npm, that the tool tests talk to.
 if command -v npm >/dev/null 2>&1; then
   EVERYTHING=$(sed -n 's/^EVERYTHING_VERSION = "\(.*\)"/\1/p' tests/tools/conftest.py)
   if [ -n "$EVERYTHING" ] && [ ! -x "$VENV/npm/node_modules/.bin/mcp-server-everything" ]; then
     npm install --silent --no-audit --no-fund --prefix "$VENV/npm" "@modelcontextprotocol/server-everything@$EVERYTHING"
+  fi
+  FILESYSTEM=$(sed -n 's/^FILESYSTEM_VERSION = "\(.*\)"/\1/p' tests/tools/conftest.py)
+  if [ -n "$FILESYSTEM" ] && [ ! -x "$VENV/npm/node_modules/.bin/mcp-server-filesystem" ]; then
+    npm install --silent --no-audit --no-fund --prefix "$VENV/npm" "@modelcontextprotocol/server-filesystem@$FILESYSTEM"
   fi
 fi
 echo "$WANT" > "$STAMP"

@@ -11,7 +11,8 @@ Checks, each on the first ``rows`` rows of the training data:
 static (the rewards load, sandboxed code compiles under the sandbox's policy, declared env present, every
 ``{{item.<field>}}`` exists in every row); gold (the row's reference answer scores at or above the pass
 threshold); adversarial (empty, the question echoed, a lone ":", "correct", every number of the prompt, the
-answer buried among other candidates, "PASSED", a huge output: each must score below it); agreement with
+answer buried among other candidates, "PASSED", a huge output: each must score below it, in the weighted
+total and in every weighted reward alone, since GRPO learns a hack any one reward pays for); agreement with
 human scores (``--cases``: JSONL of ``{"sample", "item", "human_score"}``; agreement and Cohen's kappa after
 cutting both at the threshold); determinism (one input scored twice; model graders not at temperature 0
 are flagged). The threshold is the reward's ``pass_threshold`` when it has one, else 0.5.
@@ -158,21 +159,43 @@ def review(rewards_config: list, rows: list[tuple[str, Any]], *, cases: str | No
     gold.lines.insert(0, f"{len(with_ref) - len(gold.lines)}/{len(with_ref)} reference answers score >= {threshold:g}"
                       if with_ref else "no row has a reference answer (reference_answer / expected_answer): skipped")
     checks.append(gold)
-    adv = Check("adversarial", True)
-    tried = 0
-    for at, item in rows:
-        for label, answer in adversarial_answers(item).items():
-            score, why = _score(rewards, _sample(answer, "adversarial"), item)
-            tried += 1
-            if score is not None and score >= threshold:
-                adv.ok = False
-                adv.lines.append(f"{label} scored {score:.2f} on {at} (pass threshold {threshold:g}): the reward pays for it")
-    adv.lines.insert(0, f"{tried - len(adv.lines)}/{tried} hacking attempts scored below {threshold:g}")
-    checks.append(adv)
+    checks.append(adversarial(rewards, rows, threshold))
     if cases:
         checks.append(agreement(rewards, cases, threshold))
     checks.append(determinism(rewards, with_ref or [(at, item, "an answer") for at, item in rows[:1]]))
     return checks
+
+
+def adversarial(rewards: Any, rows: list[tuple[str, Any]], threshold: float) -> Check:
+    """Each hack against the weighted total and against every weighted reward alone: GRPO compares samples
+    of one prompt, so a hack that one reward pays for is learnt even when the others outweigh it in the total."""
+    adv = Check("adversarial", True)
+    weighted = [c for c in rewards.components if c.weight > 0]
+    own = {c.label: getattr(c.reward, "pass_threshold", None) or DEFAULT_THRESHOLD for c in weighted}
+    tried, total_paid, alone_paid = 0, [], {c.label: [] for c in weighted}
+    for at, item in rows:
+        for label, answer in adversarial_answers(item).items():
+            result = rewards.score(_sample(answer, "adversarial"), item)
+            tried += 1
+            if result.score is not None and result.score >= threshold:
+                total_paid.append(f"{label} scored {result.score:.2f} on {at} (pass threshold {threshold:g}): "
+                                  f"the reward pays for it")
+            for name, value in result.components.items():
+                if name in alone_paid and value is not None and value >= own[name]:
+                    alone_paid[name].append((label, value, at, result.score))
+    adv.ok = not total_paid and not any(alone_paid.values())
+    by_reward = ", ".join(f"{name} {len(paid)}/{tried}" for name, paid in alone_paid.items())
+    adv.lines.append(f"{tried - len(total_paid)}/{tried} hacking attempts scored below {threshold:g} in total; "
+                     f"paid for by each reward alone: {by_reward}")
+    adv.lines += total_paid
+    for name, paid in alone_paid.items():
+        for label, value, at, total in paid[:5]:
+            in_total = "unscorable" if total is None else f"{total:.2f}"
+            adv.lines.append(f"{name} alone pays for {label} on {at} ({value:.2f} >= {own[name]:g}; {in_total} in the "
+                             f"total): GRPO learns what any weighted reward pays for, whatever the others give")
+        if len(paid) > 5:
+            adv.lines.append(f"{name}: {len(paid) - 5} more")
+    return adv
 
 
 def agreement(rewards: Any, cases: str, threshold: float) -> Check:

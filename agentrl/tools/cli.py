@@ -9,9 +9,11 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from dataclasses import replace
 from typing import Any
 
-from agentrl.tools.hub import ToolCall, ToolHub, ToolInfraError
+from agentrl.tools.config import parse_servers_config
+from agentrl.tools.hub import ToolCall, ToolHub, ToolInfraError, TransportFailure
 
 
 def _summary(description: str, width: int = 72) -> str:
@@ -20,18 +22,40 @@ def _summary(description: str, width: int = 72) -> str:
 
 
 def list_tools(servers: Any) -> str:
-    """Every tool of every server, as ``server.tool(args) - description``."""
+    """Every tool of every server, as ``server.tool(args) - description``. Raises ToolInfraError for a server
+    that does not answer."""
+    text, failures, _ = list_servers(servers)
+    if failures:
+        raise failures[0]
+    return text
 
-    async def main() -> str:
-        async with ToolHub.from_config(servers) as hub:
-            lines = []
+
+def list_servers(servers: Any) -> tuple[str, list[ToolInfraError], list[dict]]:
+    """``(text, failures, records)``: the text lists every server that answered, and one ``FAIL`` line for
+    each that did not; records are ``{server, transport, where, tools: [{name, description, input_schema}]}``
+    (``error`` instead of ``tools`` for a failed server)."""
+
+    async def main() -> tuple[str, list[ToolInfraError], list[dict]]:
+        lines, failures, records = [], [], []
+        async with _hub_for_checks(servers) as hub:
             for name, spec in hub.specs.items():
                 where = spec.url or " ".join([spec.command or "", *spec.args])
+                record = {"server": name, "transport": spec.transport, "where": where}
+                records.append(record)
                 lines.append(f"{name}  ({spec.transport}: {where})")
-                for tool in await hub.server_tools(name):
+                try:
+                    tools = await hub.server_tools(name)
+                except ToolInfraError as exc:
+                    failures.append(exc)
+                    record["error"] = f"{exc.kind}: {exc.cause}"
+                    lines.append(f"  FAIL {exc.kind}: {exc.cause}")
+                    continue
+                record["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.input_schema}
+                                   for t in tools]
+                for tool in tools:
                     props = ", ".join((tool.input_schema.get("properties") or {}).keys())
                     lines.append(f"  {name}.{tool.name}({props})  {_summary(tool.description)}".rstrip())
-            return "\n".join(lines)
+        return "\n".join(lines), failures, records
 
     return asyncio.run(main())
 
@@ -55,8 +79,21 @@ def call_tool(servers: Any, name: str, args_json: str = "{}") -> tuple[str, bool
     return asyncio.run(main())
 
 
+def _hub_for_checks(servers: Any) -> ToolHub:
+    """A hub that tries each server once: a server that hangs or dies at start fails in ``connect_timeout``
+    seconds with its reason, instead of being retried for minutes."""
+    return ToolHub({name: replace(spec, retries=0) for name, spec in parse_servers_config(servers).items()})
+
+
 def check(servers: Any) -> tuple[str, bool]:
     """Connect to every server, list its tools, time it; ``ok`` is False if any server failed."""
+    text, ok, _ = check_servers(servers)
+    return text, ok
+
+
+def check_servers(servers: Any) -> tuple[str, bool, dict[str, list[str]]]:
+    """:func:`check`, and the tools each server offers (after its allow-list): ``{server: [tool, ...]}``."""
+    offered: dict[str, list[str]] = {}
 
     async def one(hub: ToolHub, name: str) -> tuple[str, bool]:
         start = time.perf_counter()
@@ -64,29 +101,41 @@ def check(servers: Any) -> tuple[str, bool]:
             tools = await hub.server_tools(name)
         except ToolInfraError as exc:
             return f"FAIL {name}: {exc.kind}: {exc.cause}", False
+        offered[name] = [t.name for t in tools]
         spec = hub.specs[name]
-        if spec.function:  # a plain endpoint lists nothing: reach it once, with empty arguments, to test the token
+        if spec.function:  # a plain endpoint lists nothing: ask it whether it takes the token, without a real call
+            from agentrl.tools.http import FunctionConnection
+
+            conn = FunctionConnection(spec)
+            await conn.start()
             try:
-                async with hub.rollout(f"check-{int(time.time())}") as session:
-                    outcome = await hub.invoke(name, spec.name, {}, session.rollout_id, session, call_id="agentrl-check")
-            except ToolInfraError as exc:
-                return f"FAIL {name}: {exc.kind}: {exc.cause}", False
+                verdict, seen = await conn.check_token()
+            except TransportFailure as exc:
+                return f"FAIL {name}: {exc.kind}: {exc}", False
+            finally:
+                await conn.close()
             ms = (time.perf_counter() - start) * 1000
-            answered = "a tool error for empty arguments (expected)" if outcome.is_error else "ok"
-            return f"ok   {name}: POST {spec.url} answered in {ms:.0f} ms ({answered})", True
+            if verdict is False:
+                return f"FAIL {name}: unauthorized: {seen}", False
+            if verdict is None:
+                return f"??   {name}: POST {spec.url} answered in {ms:.0f} ms, token NOT verified: {seen}", True
+            return f"ok   {name}: POST {spec.url} answered in {ms:.0f} ms ({seen})", True
         ms = (time.perf_counter() - start) * 1000
         if not tools:
             return f"FAIL {name}: connected in {ms:.0f} ms but lists no tools (check its `tools` allow-list)", False
         return f"ok   {name}: {len(tools)} tools in {ms:.0f} ms ({', '.join(t.name for t in tools[:8])}{' ...' if len(tools) > 8 else ''})", True
 
     async def main() -> tuple[str, bool]:
-        async with ToolHub.from_config(servers) as hub:
+        async with _hub_for_checks(servers) as hub:
             rows = await asyncio.gather(*(one(hub, name) for name in hub.specs))
         ok = all(good for _, good in rows) and bool(rows)
-        tail = f"{sum(g for _, g in rows)}/{len(rows)} servers ok"
+        sure = sum(line.startswith("ok") for line, _ in rows)
+        unsure = sum(line.startswith("??") for line, _ in rows)
+        tail = f"{sure}/{len(rows)} servers ok" + (f", {unsure} reachable but their token not verified" if unsure else "")
         return "\n".join([line for line, _ in rows] + [tail]), ok
 
-    return asyncio.run(main())
+    text, ok = asyncio.run(main())
+    return text, ok, offered
 
 
 def loadtest(servers: Any, name: str, args_json: str = "{}", *, rollouts: int = 64, calls: int = 4,

@@ -21,6 +21,7 @@ import contextvars
 import json
 import os
 import sys
+import tempfile
 from typing import Any
 
 import httpx2
@@ -167,6 +168,12 @@ def _leaf(exc: BaseException) -> BaseException:
     return exc
 
 
+def _one_line(exc: BaseException) -> str:
+    leaf = _leaf(exc)
+    text = str(leaf).splitlines()[0][:300] if str(leaf) else ""
+    return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
+
+
 def _flatten(result: Any) -> str:
     parts = []
     for block in result.content or []:
@@ -195,6 +202,8 @@ class Connection:
         self._stop = asyncio.Event()
         self._ready: asyncio.Future = asyncio.get_running_loop().create_future()
         self._http_transport = _RolloutHeaderTransport(httpx2.AsyncHTTPTransport())
+        self._errlog = None
+        self.died = ""  # why a live session ended, when it ended on its own (the server exited)
 
     @property
     def alive(self) -> bool:
@@ -205,33 +214,80 @@ class Connection:
         try:
             await asyncio.wait_for(asyncio.shield(self._ready), self.spec.connect_timeout)
         except asyncio.TimeoutError:
+            self._ready.cancel()  # nobody waits for it any more: the failure below says what happened
+            what = ("the process started but never answered MCP's initialize on its stdout"
+                    if self.spec.transport == "stdio" else f"{self.spec.url} accepted the connection but never answered")
+            tail = self.stderr_tail()
             await self.close()
-            raise TransportFailure("connect_timeout", f"no MCP handshake within {self.spec.connect_timeout}s") from None
+            raise TransportFailure("connect_timeout", f"no MCP handshake within {self.spec.connect_timeout}s: {what}"
+                                   f"{tail}") from None
         except BaseException:
+            if not self._ready.done():
+                self._ready.cancel()
             await self.close()
             raise
 
+    def stderr_tail(self, lines: int = 8, chars: int = 1500) -> str:
+        """The last lines a stdio server wrote to stderr, for an error message ("" when it wrote none)."""
+        log = self._errlog
+        if log is None or log.closed:
+            return ""
+        try:
+            log.flush()
+            size = os.fstat(log.fileno()).st_size
+            log.seek(max(0, size - 64_000))
+            text = log.read()
+        except (OSError, ValueError):
+            return ""
+        tail = "\n".join(text.strip().splitlines()[-lines:])[-chars:]
+        return "; the server's stderr ends with:\n    " + tail.replace("\n", "\n    ") if tail.strip() else ""
+
     async def _run(self) -> None:
-        # server chatter would flood training logs; AGENTRL_MCP_STDERR=1 shows it when debugging a server
-        errlog = sys.stderr if os.environ.get("AGENTRL_MCP_STDERR") else open(os.devnull, "w")  # noqa: SIM115
+        # Server chatter would flood training logs: a stdio server's stderr goes to a temporary file whose
+        # last lines are quoted when the server fails to start or dies. AGENTRL_MCP_STDERR=1 shows it live.
+        if self.spec.transport != "stdio":
+            errlog = None
+        elif os.environ.get("AGENTRL_MCP_STDERR"):
+            errlog = sys.stderr
+        else:  # appending, so that it can be emptied under the writing server
+            errlog = self._errlog = tempfile.TemporaryFile("a+", prefix="agentrl-mcp-stderr-")
         try:
             async with Client(_transport(self.spec, self.rollout_id, errlog, self._http_transport), cache=None) as client:
                 self._client = client
-                self._ready.set_result(None)
+                if not self._ready.done():
+                    self._ready.set_result(None)
+                if self._errlog is not None:  # start-up chatter is no longer needed: keep the file small
+                    self._errlog.truncate(0)
                 await self._stop.wait()
         except BaseException as exc:  # handed to start(), or ends a live connection (a crash)
             if not self._ready.done():
                 self._ready.set_exception(self._connect_failure(exc))
+            elif not self._stop.is_set():
+                self.died = f"the session ended ({_one_line(exc)})"
             if isinstance(exc, asyncio.CancelledError):
                 raise
         finally:
             self._client = None
-            if errlog is not sys.stderr:
-                errlog.close()
+            if self._stop.is_set():
+                self._close_errlog()
+
+    def _close_errlog(self) -> None:
+        log, self._errlog = self._errlog, None
+        if log is not None:
+            log.close()
 
     def _connect_failure(self, exc: BaseException) -> TransportFailure:
-        """One line for a failed handshake: refused, unauthorized, or a URL that is not an MCP server."""
+        """One line for a failed handshake: refused, unauthorized, or a URL that is not an MCP server;
+        for a stdio server, what it wrote to stderr (node's "no such directory", a Python traceback)."""
         failure = classify(exc)
+        if self.spec.transport == "stdio":
+            command = " ".join([self.spec.command or "", *self.spec.args])
+            leaf = _leaf(exc)
+            if isinstance(leaf, FileNotFoundError):
+                return TransportFailure("transport", f"cannot start {command!r}: {leaf.strerror}: {leaf.filename}")
+            return TransportFailure((failure.kind if failure else "connect"),
+                                    f"{command!r} exited or closed its stdout before MCP's handshake "
+                                    f"({_one_line(exc)})" + (self.stderr_tail() or "; it wrote nothing to stderr"))
         if failure is not None and failure.kind in ("unauthorized", "http_5xx", "rate_limited", "timeout"):
             return failure
         if failure is not None and failure.kind == "transport" and not self._http_transport.last_refusal:
@@ -245,13 +301,14 @@ class Connection:
             return TransportFailure("not_mcp", f"{self.spec.url} did not answer as an MCP server (streamable HTTP): "
                                     f"{got} on initialize. Check the URL (MCP servers usually end in /mcp); a plain "
                                     f"HTTP endpoint is declared as a function tool: [{{\"name\", \"url\", \"headers\"}}]")
-        return failure or TransportFailure("connect", f"{type(leaf).__name__}: {str(leaf).splitlines()[0][:300] if str(leaf) else ''}")
+        return failure or TransportFailure("connect", _one_line(leaf))
 
     async def close(self) -> None:
         """End the session (kills a stdio server). Safe to call twice, and while cancelled."""
         self._stop.set()
         task = self._task
         if task is None or task.done():
+            self._close_errlog()
             return
         try:
             await asyncio.wait_for(asyncio.shield(task), 10.0)

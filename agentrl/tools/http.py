@@ -120,6 +120,46 @@ class FunctionConnection:
         except httpx.TransportError as exc:
             raise TransportFailure("transport", f"cannot fetch the OpenAPI document {where}: {type(exc).__name__}: {exc}") from exc
 
+    async def probe(self) -> None:
+        """Is the endpoint up? One GET of its URL: a POST-only route refuses it (405) without running the tool.
+        No answer or a 5xx means down (the circuit breaker's probe)."""
+        try:
+            response = await self._http.get(self.spec.url)
+        except httpx.TransportError as exc:
+            raise TransportFailure("transport", f"{self.spec.url}: {type(exc).__name__}: {exc}") from exc
+        if response.status_code >= 500:
+            raise TransportFailure("http_5xx", f"HTTP {response.status_code} from {self.spec.url}")
+
+    async def check_token(self) -> tuple[bool | None, str]:
+        """Does the endpoint take the configured token, without running the tool? ``(verdict, what was seen)``:
+        True accepted, False refused, None could not tell.
+
+        It POSTs ``{"call_id": "agentrl-check"}``: no ``arguments``, which the contract requires, so an
+        endpoint that follows it rejects the call (422) instead of running the tool. An endpoint that checks
+        the token first answers 401/403 to a wrong one; to tell that from one that rejects the body first,
+        the same request goes once more without the Authorization header: only when that one is refused
+        and ours is not was our token checked and accepted.
+        """
+        body = {"call_id": "agentrl-check"}
+        try:
+            ours = await self._http.post(self.spec.url, json=body)
+            if ours.status_code in (401, 403):
+                return False, str(self._unauthorized(ours.status_code, self.spec.url))
+            if ours.status_code >= 500:
+                raise TransportFailure("http_5xx", f"HTTP {ours.status_code} from {self.spec.url}: {ours.text[:200]}")
+            auth = [k for k in self.spec.headers if k.lower() == "authorization"]
+            if not auth:
+                return True, f"HTTP {ours.status_code} to a call without arguments (no Authorization header configured)"
+            bare = await self._http.post(self.spec.url, json=body, headers={auth[0]: ""})
+        except httpx.TransportError as exc:
+            reason = "connection refused (is the server running?)" if refused(exc) else f"{type(exc).__name__}: {exc}"
+            raise TransportFailure("transport", f"{self.spec.url}: {reason}") from exc
+        if bare.status_code in (401, 403):
+            return True, f"HTTP {ours.status_code} with the token, {bare.status_code} without it"
+        return None, (f"HTTP {ours.status_code} with the token and {bare.status_code} without it: the endpoint "
+                      f"rejects a call without arguments before it checks the token, so the token was not checked; "
+                      f"`agentrl tools call CONFIG {self.spec.name} '{{...}}'` checks it with a real call")
+
     def _unauthorized(self, status: int, url: str) -> TransportFailure:
         has = "Authorization" in {k.title() for k in self.spec.headers}
         hint = ("the token in its Authorization header was refused; check the header (and the ${VAR} it reads)"

@@ -24,7 +24,7 @@ from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator
 
 from agentrl.tools.config import ServerSpec, parse_servers_config
-from agentrl.tools.session import RolloutSession
+from agentrl.tools.session import RolloutSession, restarted
 from agentrl.tools.traffic import CircuitBreaker, ServerStats, backoff
 from agentrl.tools.types import (  # noqa: F401  (ToolCall, ToolResult, truncate re-exported)
     CallOutcome, ToolCall, ToolInfraError, ToolResult, ToolSpec, TransportFailure, new_connection, truncate)
@@ -43,6 +43,7 @@ class _Server:
         self.lock = asyncio.Lock()
         self.shared: Any = None  # a Connection or a FunctionConnection
         self.tools: list[ToolSpec] | None = None
+        self.probe: asyncio.Task | None = None  # checks the server while its circuit is open
 
 
 class ToolHub:
@@ -80,19 +81,57 @@ class ToolHub:
         async with srv.lock:
             if srv.shared is None or not srv.shared.alive:
                 if srv.shared is not None:
-                    srv.stats.restarts += 1
+                    restarted(srv, srv.shared, "its connection closed")
                     await srv.shared.close()
                 conn = new_connection(srv.spec)
                 await conn.start()
                 srv.shared = conn
             return srv.shared
 
-    async def _discard_shared(self, srv: _Server, conn) -> None:
+    async def _discard_shared(self, srv: _Server, conn, why: str = "") -> None:
         async with srv.lock:
             if srv.shared is conn:
                 srv.shared = None
-                srv.stats.restarts += 1
+                restarted(srv, conn, why or "its connection was lost")
         await conn.close()
+
+    def _watch(self, srv: _Server) -> None:
+        """While the circuit is open, probe the server in the background (a fresh connection and
+        ``tools/list``; for an HTTP endpoint a GET of its URL) every ``first_reset`` seconds, and
+        close the circuit at the first answer: calls fail fast meanwhile, and a recovered server is used
+        again at once, however long the breaker's own wait has grown."""
+        if srv.probe is None or srv.probe.done():
+            srv.probe = asyncio.create_task(self._probe(srv), name=f"agentrl-probe-{srv.spec.name}")
+
+    async def _probe(self, srv: _Server) -> None:
+        while srv.breaker.state != "closed":
+            await asyncio.sleep(max(srv.breaker.first_reset, 0.2))
+            conn = new_connection(srv.spec)
+            try:
+                await asyncio.wait_for(self._probe_once(conn), srv.spec.timeout)
+            except Exception:  # still down (or still not answering)
+                await conn.close()
+                continue
+            if srv.breaker.state == "closed":  # a trial call got through first: keep its session
+                await conn.close()
+                return
+            srv.breaker.success()
+            if srv.spec.stateful or srv.spec.function:
+                await conn.close()
+                return
+            async with srv.lock:  # the probe's session replaces one that may have gone stale meanwhile
+                old, srv.shared = srv.shared, conn
+            if old is not None:
+                await old.close()
+            return
+
+    @staticmethod
+    async def _probe_once(conn) -> None:
+        await conn.start()
+        if hasattr(conn, "probe"):
+            await conn.probe()
+        else:
+            await conn.list_tools()
 
     async def server_tools(self, name: str, session: "RolloutSession | None" = None) -> list[ToolSpec]:
         """The tools ``name`` lists, after its allow-list (cached for the hub's life).
@@ -143,9 +182,12 @@ class ToolHub:
         per_rollout = spec.stateful and session is not None
         while True:
             if not srv.breaker.allow():
+                self._watch(srv)
                 srv.stats.record(0.0, "circuit_open")
+                wait = srv.breaker.retry_after()
                 raise ToolInfraError(spec.name, f"circuit open after {srv.breaker.consecutive} consecutive failures; "
-                                     f"failing fast for {srv.breaker.retry_after():.1f}s more", "circuit_open")
+                                     + (f"failing fast for {wait:.1f}s more" if wait else "a trial call is under way")
+                                     + " (a probe checks the server every second)", "circuit_open")
             conn = None
             async with srv.sem:
                 start = time.perf_counter()
@@ -160,7 +202,8 @@ class ToolHub:
                     srv.breaker.failure()
                     srv.stats.record(time.perf_counter() - start, failure.kind)
                     if conn is not None and failure.connection_lost:
-                        await (session._discard(spec.name, conn) if per_rollout else self._discard_shared(srv, conn))
+                        await (session._discard(srv, conn, str(failure)) if per_rollout
+                               else self._discard_shared(srv, conn, str(failure)))
                     if attempt >= spec.retries or not failure.retryable:
                         raise ToolInfraError(spec.name, failure) from failure
                     attempt += 1
@@ -194,6 +237,10 @@ class ToolHub:
         }
 
     async def aclose(self) -> None:
+        for srv in self._servers.values():
+            if srv.probe is not None and not srv.probe.done():
+                srv.probe.cancel()
+                await asyncio.wait({srv.probe})
         for session in list(self._sessions):
             await session.aclose()
         for srv in self._servers.values():

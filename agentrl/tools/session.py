@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from typing import TYPE_CHECKING, Any
 
 from agentrl.tools.types import ToolCall, ToolInfraError, ToolResult, new_connection, truncate
@@ -12,10 +13,39 @@ if TYPE_CHECKING:
     from agentrl.tools.hub import ToolHub, _Server
 
 
+def restarted(srv: "_Server", conn: Any, why: str) -> None:
+    """Count a server's restart and say why on stderr (in training: training.log, echoed on the console),
+    with what a stdio server last wrote to its stderr."""
+    srv.stats.restarts += 1
+    tail = conn.stderr_tail() if hasattr(conn, "stderr_tail") else ""
+    print(f"agentrl: tool server {srv.spec.name!r}: {getattr(conn, 'died', '') or why}; "
+          f"starting a new session (restart {srv.stats.restarts}){tail}", file=sys.stderr, flush=True)
+
+
 def _allowed(exposed: str, server: str, tool: str, allowed: list[str] | None) -> bool:
     if allowed is None:
         return True
     return any(a in (exposed, tool, f"{server}.{tool}", f"{server}.*", server) for a in allowed)
+
+
+def unknown_tool_names(meta: dict, offered: dict[str, list[str]]) -> list[str]:
+    """What a row's ``metadata.allowed_tools`` / ``expected_tools`` name that no server offers, each said as
+    ``key 'name'``. ``offered``: the tools each server lists, ``{server: [tool, ...]}``. Names match as they
+    do in training: ``tool``, ``server.tool``, ``server.*`` or ``server`` (allowed), ``tool`` or its last part
+    after ``.`` or ``__`` (expected)."""
+    pairs = [(server, tool) for server, tools in offered.items() for tool in tools]
+    bad = []
+    allowed = meta.get("allowed_tools")
+    for name in allowed if isinstance(allowed, list) else []:
+        if not any(_allowed(tool, server, tool, [str(name)]) for server, tool in pairs):
+            bad.append(f"allowed_tools {name!r}")
+    expected = meta.get("expected_tools")
+    for entry in expected if isinstance(expected, list) else []:
+        name = str(entry.get("name") if isinstance(entry, dict) else entry)
+        last = name.split("__")[-1].split(".")[-1]
+        if not any(name in (tool, f"{server}.{tool}") or last == tool for server, tool in pairs):
+            bad.append(f"expected_tools {name!r}")
+    return bad
 
 
 def _arguments(raw: Any) -> tuple[dict | None, str]:
@@ -106,16 +136,18 @@ class RolloutSession:
             conn = self._connections.get(name)
             if conn is None or not conn.alive:
                 if conn is not None:
-                    srv.stats.restarts += 1
+                    restarted(srv, conn, "its connection closed")
                     await conn.close()
                 conn = new_connection(srv.spec, rollout_id=self.rollout_id)
                 await conn.start()
                 self._connections[name] = conn
             return conn
 
-    async def _discard(self, name: str, conn) -> None:
-        if self._connections.get(name) is conn:
-            del self._connections[name]
+    async def _discard(self, srv: "_Server", conn, why: str = "") -> None:
+        if self._connections.get(srv.spec.name) is conn:
+            del self._connections[srv.spec.name]
+            if not self._closed:
+                restarted(srv, conn, why or "its connection was lost")
         await conn.close()
 
     async def aclose(self) -> None:

@@ -14,6 +14,7 @@ per-sample uid unless a step drew the same prompt twice.
 from __future__ import annotations
 
 import json
+import re
 import math
 import statistics
 from dataclasses import asdict, dataclass
@@ -68,17 +69,31 @@ def _pretty_args(args: Any) -> str:
     return json.dumps(args, indent=1, ensure_ascii=False)
 
 
+def _unparsed_text(response: str, call_id: str) -> str:
+    """The text of malformed call ``call_id`` (``malformedN``: the Nth ``<tool_call>`` block of the response)."""
+    blocks = re.findall(r"<tool_call>(.*?)(?:</tool_call>|$)", response, re.S)
+    n = int(call_id[len("malformed"):]) if call_id[len("malformed"):].isdigit() else 0
+    return (blocks[n] if n < len(blocks) else response).strip()
+
+
 def readable(record: dict[str, Any]) -> dict[str, Any]:
     """A rollout record as the explorer shows it: turns with role, text, tool calls and results."""
-    errors = {}
+    errors, unparsed = {}, {}
     for st in record.get("trajectory") or []:
         for res in st.get("tool_results") or []:
             if isinstance(res, dict) and res.get("id") is not None:
                 errors[res["id"]] = bool(res.get("is_error"))
+                if res.get("name") == "(unparsed)":  # a call the parser could not decode: show what the model wrote
+                    unparsed[res["id"]] = _unparsed_text(str(st.get("response") or ""), str(res["id"]))
     turns = []
     for m in record.get("messages") or []:
         if not isinstance(m, dict):
             continue
+        if m.get("tool_call_id") in unparsed:
+            owner = next((t for t in reversed(turns) if t["role"] == "assistant"), None)
+            if owner is not None:
+                owner["calls"].append({"id": m["tool_call_id"], "name": "(malformed call, as the model wrote it)",
+                                       "arguments": unparsed[m["tool_call_id"]]})
         turn = {"role": m.get("role", "?"), "content": m.get("content") if isinstance(m.get("content"), str)
                 else json.dumps(m.get("content"), ensure_ascii=False), "calls": [], "name": m.get("name"),
                 "call_id": m.get("tool_call_id"), "is_error": errors.get(m.get("tool_call_id"), False)}

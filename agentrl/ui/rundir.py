@@ -96,12 +96,19 @@ def slim(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _attempts(run_dir: Path) -> list[tuple[int, float]]:
+    """``(attempt, start time)`` of each attempt; training.log's head gives the first one's time, and the
+    command line the runner saves per attempt (logs/command.N.json) counts them all."""
     try:
         with RunDir(run_dir).training_log.open("rb") as fh:
             head = fh.read(4096)
     except OSError:
         return []
-    return [(int(n), time.mktime(time.strptime(t.decode(), "%Y-%m-%d %H:%M:%S"))) for n, t in ATTEMPT.findall(head)]
+    found = [(int(n), time.mktime(time.strptime(t.decode(), "%Y-%m-%d %H:%M:%S"))) for n, t in ATTEMPT.findall(head)]
+    for path in (run_dir / "logs").glob("command.*.json"):
+        n = path.name.split(".")[1]
+        if n.isdigit() and all(a != int(n) for a, _ in found):
+            found.append((int(n), path.stat().st_mtime))
+    return sorted(found)
 
 
 def _parse_time(text: Any) -> float | None:
@@ -172,7 +179,9 @@ def run_info(run_dir: Path, name: str | None = None) -> dict[str, Any]:
     else:
         status = "resumable" if checkpoint else "failed"
         if not RunDir(run_dir).training_log.exists():
-            detail = "never started (no training.log)"
+            start_error = RunDir(run_dir).start_error
+            detail = (f"failed before training started: {start_error.read_text().strip()}" if start_error.is_file()
+                      else "never started (no training.log)")
         else:
             tail = error_tail(RunDir(run_dir).training_log, lines=8)
             detail = tail if re.search(r"(Error|Exception)\b", tail) else \

@@ -87,7 +87,7 @@ def metric_line(step: int, rng: random.Random, validation: bool = False) -> dict
     line = {"step": step, "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "rollouts": 16, "unscorable": rng.choice([0, 0, 1]),
             "reward_mean": reward, "reward_std": 0.3, "tool_calls_per_rollout": min(1.0, 0.2 + step * 0.03),
             "reward/math": reward * 0.9, "reward/my_reward": min(1.0, 0.2 + step * 0.03), "response_length": 30 + step,
-            "kl": 0.001 * step, "kl_loss": 0.0005 * step, "advantages_mean": 0.0, "advantages_max": 1.5,
+            "ppo_kl": 0.001 * step, "kl_loss": 0.0005 * step, "advantages_mean": 0.0, "advantages_max": 1.5,
             "advantages_min": -1.5, "loss": -0.5 + 0.4 * rng.random(), "pg_loss": -0.5 + 0.4 * rng.random(),
             "entropy": 0.15 - 0.001 * step, "grad_norm": 0.3 + 0.2 * rng.random(), "learning_rate": 5e-4,
             "step_time": gen + upd + 0.3, "generation_time": gen, "update_time": upd,

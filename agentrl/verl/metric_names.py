@@ -9,7 +9,7 @@ from __future__ import annotations
 # metrics.jsonl name <- verl metric name
 VERL_KEYS = {
     "response_length": "response_length/mean",
-    "kl": "actor/ppo_kl",
+    "ppo_kl": "actor/ppo_kl",  # the updated policy against the one that generated the rollouts, not the reference
     "kl_loss": "actor/kl_loss",
     "advantages_mean": "critic/advantages/mean",
     "advantages_max": "critic/advantages/max",

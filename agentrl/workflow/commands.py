@@ -61,7 +61,9 @@ def _data(args: argparse.Namespace) -> int:
     if not args.out:
         raise SystemExit("agentrl data convert needs -o OUT.jsonl (--to verl: -o OUT.parquet)")
     result = convert_file(args.files[0], args.out, to=args.to, split=args.split)
-    out.line(f"converted {result['rows']} rows → {result['out']}")
+    same = result["rows"] - result["changed"]
+    out.line(f"converted {result['rows']} rows → {result['out']} ({result['changed']} changed"
+             + (f"; {same} already agentrl rows, copied as they are" if same else "") + ")")
     out.emit(result)
     return 0
 

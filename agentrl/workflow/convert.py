@@ -23,7 +23,8 @@ own name and its tests in their own layout, which the ``coding`` reward reads as
 
 ``expected_answer`` and ``tolerance`` (relative) are what the ``math`` reward reads, ``expected_tools`` what ``tool_use`` reads and
 ``allowed_tools`` what the agent loop offers; every other field is kept under ``metadata`` so nothing is
-lost. A ``prompt`` may also be a list of messages. Rows already in agentrl's shape pass through.
+lost. A ``prompt`` may also be a list of messages. OpenAI RFT rows (``messages`` with ``reference_answer`` and
+other grader fields at the top level) are converted the same way; rows already in agentrl's shape pass through.
 """
 
 from __future__ import annotations
@@ -79,21 +80,22 @@ def convert_row(row: Any) -> dict:
 
     if not isinstance(row, dict):
         raise ValueError(f"expected a JSON object, got {type(row).__name__}")
-    if "messages" in row:
-        return row
-    suite = read_suite(row)  # a coding row in a known layout; TestLayoutError (a ValueError) when unreadable
-    if suite is not None:
+    if "messages" in row:  # agentrl's shape, or OpenAI RFT's: messages and the grader's fields at the top level
+        if set(row) <= {"id", "messages", "metadata"}:
+            return row
+        messages = row["messages"]
+    elif (suite := read_suite(row)) is not None:  # a coding row in a known layout (TestLayoutError: unreadable)
         return _coding_row(row, suite.layout)
-    prompt = row.get("prompt")
-    if isinstance(prompt, str) and prompt.strip():
-        messages = [{"role": "user", "content": prompt}]
-    elif isinstance(prompt, list) and prompt:
-        messages = prompt
+    elif isinstance(row.get("prompt"), str) and row["prompt"].strip():
+        messages = [{"role": "user", "content": row["prompt"]}]
+    elif isinstance(row.get("prompt"), list) and row["prompt"]:
+        messages = row["prompt"]
     else:
         raise ValueError('no "prompt" (a non-empty string or list of messages) and no "messages"')
     meta: dict[str, Any] = {}
     if "reference_answer" in row:
         meta["expected_answer"] = str(row["reference_answer"])
+        meta["reference_answer"] = row["reference_answer"]  # graders' {{item.reference_answer}} still finds it
     expected = row.get("expected") or {}
     if not isinstance(expected, dict):
         raise ValueError('"expected" must be an object (tolerance_rel, evidence_path, must_use_tools)')
@@ -114,7 +116,7 @@ def convert_row(row: Any) -> dict:
         raise ValueError('"metadata" must be an object')
     meta.update(extra)
     for key, value in row.items():
-        if key not in {"id", "prompt", "reference_answer", "expected", "tools", "metadata"}:
+        if key not in {"id", "prompt", "messages", "reference_answer", "expected", "tools", "metadata"}:
             meta.setdefault(key, value)
     out = {"messages": messages, "metadata": meta}
     if "id" in row:
@@ -150,7 +152,7 @@ def convert_file(src: str, dst: str, to: str = "agentrl", split: str = "train") 
     and the whole row as ``agentrl_row``), for ``python -m verl.trainer.main_ppo data.train_files=...``."""
     from agentrl.dataset import DatasetError, _check_row
 
-    rows, problems = [], []
+    rows, problems, changed = [], [], 0
     path = Path(src)
     if not path.is_file():
         raise ConvertError(f"{src}: no such file")
@@ -160,6 +162,7 @@ def convert_file(src: str, dst: str, to: str = "agentrl", split: str = "train") 
             continue
         try:
             rows.append((path, n, _check_row(convert_row(row), where)))
+            changed += rows[-1][2] is not row
         except ValueError as exc:
             problems.append(f"{where}: {exc}")
         except DatasetError as exc:
@@ -172,10 +175,10 @@ def convert_file(src: str, dst: str, to: str = "agentrl", split: str = "train") 
 
         if out.suffix != ".parquet":
             raise ConvertError(f"{dst}: verl reads parquet here; name the output file OUT.parquet")
-        return {"rows": write_parquet(verl_rows(rows, split=split), out), "out": str(out), "to": "verl"}
+        return {"rows": write_parquet(verl_rows(rows, split=split), out), "changed": changed, "out": str(out), "to": "verl"}
     if to != "agentrl":
         raise ConvertError(f"--to {to!r}: use agentrl (JSONL rows) or verl (parquet rows)")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for _, _, r in rows),  # parquet dates as text
                    encoding="utf-8")
-    return {"rows": len(rows), "out": str(out)}
+    return {"rows": len(rows), "changed": changed, "out": str(out)}

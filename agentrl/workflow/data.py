@@ -5,8 +5,9 @@
     agentrl data convert tutorial.jsonl -o data/all.jsonl
 
 ``check`` reports every problem with ``file:line`` (not only the first): rows that are not agentrl rows,
-duplicate ids across all files, empty prompts, coding tests that cannot be read, rows no configured reward
-applies to (each reward's metadata missing), and
+duplicate ids across all files, exact duplicate rows, the same prompt in two files (train/validation overlap),
+empty prompts, coding tests that cannot be read, rows no configured reward applies to (each reward's metadata
+missing), rows whose ``allowed_tools`` / ``expected_tools`` name a tool no configured server offers, and
 prompts longer than ``agentrl.max_prompt_length`` once the tool schemas are in the template (a warning:
 verl keeps their end, so training runs, on a cut prompt). Then a summary:
 rows, metadata keys with their value counts, the layout of the coding tests with tests per row, prompt
@@ -120,6 +121,8 @@ def check(files: list[str], *, settings: Any = None, model: str | None = None) -
     problems: list[Problem] = []
     warnings: list[Problem] = []
     seen: dict[str, str] = {}
+    contents: dict[str, str] = {}  # a row's content (without its id) -> where it first appeared
+    prompts: dict[str, tuple[str, str]] = {}  # a prompt -> (its file, where it first appeared)
     needs = reward_metadata_keys(settings.rewards) if settings else {}
     appliers = reward_appliers(settings.rewards) if settings else {}
     layouts: dict[str, list[int]] = {}
@@ -145,6 +148,7 @@ def check(files: list[str], *, settings: Any = None, model: str | None = None) -
             if "id" in row and rid in seen:
                 problems.append(Problem(where, f"duplicate id {rid!r} (first at {seen[rid]}); ids must be unique"))
             seen.setdefault(rid, where)
+            _duplicates(where, name, row, contents, prompts, problems)
             users = [m for m in row["messages"] if m["role"] == "user"]
             if not users[-1]["content"].strip():
                 problems.append(Problem(where, "empty prompt: the last user message has no text"))
@@ -159,6 +163,8 @@ def check(files: list[str], *, settings: Any = None, model: str | None = None) -
                 elif isinstance(value, list) and all(isinstance(v, dict) and "name" in v for v in value):
                     values[key][",".join(str(v["name"]) for v in value)] += 1
             good.append((where, row))
+    if settings and settings.tools and good:
+        _tool_names(good, settings, problems)
     rows = sum(per_file.values())
     summary: dict[str, Any] = {"rows": rows, "files": per_file, "unique_ids": len(seen),
                                "metadata": {k: {"rows": n, "values": dict(values[k].most_common(8)),
@@ -173,6 +179,33 @@ def check(files: list[str], *, settings: Any = None, model: str | None = None) -
         summary["prompt_tokens"] = _prompt_lengths(good, model, settings, warnings)
     return {"ok": not problems, "problems": [p.as_dict() for p in problems],
             "warnings": [w.as_dict() for w in warnings], "summary": summary}
+
+
+def _duplicates(where: str, name: str, row: dict, contents: dict, prompts: dict, problems: list[Problem]) -> None:
+    """The same row twice (ids aside) weighs it twice; the same prompt in two files (train and validation)
+    means validation scores prompts the model trained on."""
+    content = json.dumps({k: v for k, v in row.items() if k != "id"}, sort_keys=True)
+    prompt = json.dumps(row["messages"], sort_keys=True)
+    if content in contents:
+        problems.append(Problem(where, f"exact duplicate of the row at {contents[content]}; drop one"))
+    elif prompt in prompts and prompts[prompt][0] != name:
+        problems.append(Problem(where, f"the same prompt is at {prompts[prompt][1]}: a prompt in both files leaks "
+                                       f"training data into validation; drop it from one"))
+    contents.setdefault(content, where)
+    prompts.setdefault(prompt, (name, where))
+
+
+def _tool_names(good: list[tuple[str, dict]], settings: Any, problems: list[Problem]) -> None:
+    """allowed_tools / expected_tools naming a tool no configured server offers."""
+    from agentrl.dataset import tool_name_problems
+    from agentrl.tools.cli import check_servers
+
+    text, ok, offered = check_servers(settings.tools)
+    if not ok:
+        problems.append(Problem("agentrl.tools", "cannot check the rows' tool names: a tool server did not answer:\n"
+                                + text))
+        return
+    problems += [Problem(where, problem) for where, problem in tool_name_problems(good, offered)]
 
 
 def _reward_coverage(where: str, meta: dict, needs: dict[str, list[str]], n_rewards: int,

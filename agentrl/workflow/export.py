@@ -69,7 +69,9 @@ def export(run_dir: str, out_dir: str, *, step: int | None, out: Output, force: 
         if not force:
             raise ExportError(f"{out_dir} exists and is not empty; choose a new folder or pass --force")
         shutil.rmtree(dst)
-    shutil.copytree(src, dst, dirs_exist_ok=True)
+    # verl's own copy of a LoRA checkpoint's weights (kept beside the merged file) is no part of the model
+    shutil.copytree(src, dst, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.orig"))
+    _config_dtype_of_weights(dst)
     config = yaml.safe_load(RunDir(run).config.read_text()) if RunDir(run).config.is_file() else {}
     settings = config.get("agentrl") or {}
     base = settings.get("model")
@@ -100,6 +102,28 @@ def export(run_dir: str, out_dir: str, *, step: int | None, out: Output, force: 
     out.line(f"  {serve}")
     out.emit({k: v for k, v in info.items() if k != "training_config"} | {"out_dir": str(dst)})
     return info
+
+
+def _config_dtype_of_weights(folder: Path) -> None:
+    """config.json names the dtype the weights are stored in. verl writes the base model's config (often
+    bfloat16) beside float32 weights, and ``from_pretrained`` would then load them cast to bfloat16."""
+    from safetensors import safe_open
+
+    dtypes = set()
+    for weights in folder.glob("*.safetensors"):
+        with safe_open(str(weights), "pt") as fh:
+            dtypes |= {fh.get_slice(k).get_dtype() for k in fh.keys()}
+    names = {"F32": "float32", "BF16": "bfloat16", "F16": "float16"}
+    floats = {names[d] for d in dtypes if d in names}
+    config_path = folder / "config.json"
+    if len(floats) != 1 or not config_path.is_file():
+        return
+    config = json.loads(config_path.read_text())
+    (dtype,) = floats
+    keys = [k for k in ("torch_dtype", "dtype") if k in config] or ["torch_dtype"]
+    if any(config.get(k) != dtype for k in keys):
+        config.update({k: dtype for k in keys})
+        config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
 def _fmt(value: Any) -> str:

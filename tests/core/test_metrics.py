@@ -195,3 +195,40 @@ def test_rewind_sets_aside_the_trained_groups_of_steps_past_the_checkpoint(tmp_p
     rewind(tmp_path, 2, attempt=2)
     assert [r["step"] for r in read_jsonl(trained)[0]] == [1, 2]
     assert [r["step"] for r in read_jsonl(tmp_path / "logs" / "rewound.2.trained.jsonl")[0]] == [3]
+
+
+def _step_files(run, step, rewards_by_prompt, grad_norm, log_lines=()):
+    """One step as verl and the agent loop leave it: verl's metric line, the step's rollouts, training.log."""
+    logs = run / "logs"
+    logs.mkdir(exist_ok=True)
+    append_jsonl(logs / "verl_metrics.1.jsonl", {"step": step, "data": {
+        "actor/grad_norm": grad_norm, "actor/ppo_kl": 0.0, "actor/kl_loss": 0.01, "critic/score/mean": 0.0}})
+    for prompt, rewards in rewards_by_prompt.items():
+        for i, reward in enumerate(rewards):
+            append_jsonl(run / "rollouts.jsonl", {"rollout_id": f"{step}-{prompt}-{i}", "prompt_id": prompt, "step": step,
+                                                  "validation": False, "reward": reward, "unscorable": None,
+                                                  "components": {"math": reward}, "tool_calls": 0})
+    with (run / "training.log").open("a") as fh:
+        fh.writelines(line + "\n" for line in log_lines)
+
+
+def test_steps_with_no_learning_signal_are_flagged_on_the_console_and_in_metrics(tmp_path):
+    import io
+
+    from agentrl.metrics import Watcher
+
+    out = io.StringIO()
+    watcher = Watcher(tmp_path, attempt=1, total_steps=3, out=out)
+    _step_files(tmp_path, 1, {"a": [1.0, 0.0], "b": [0.0, 0.0]}, grad_norm=0.4)  # one group of two has a spread
+    watcher.poll()
+    _step_files(tmp_path, 2, {"a": [0.0, 0.0], "b": [1.0, 1.0]}, grad_norm=0.0,
+                log_lines=["(AgentLoopWorker pid=7) agentrl: tool server 'files': the session ended (EOFError); "
+                           "starting a new session (restart 1)"])
+    watcher.poll()
+    lines = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [x["frac_reward_zero_std"] for x in lines] == [0.5, 1.0]
+    assert "warning" not in lines[0] and lines[1]["warning"].startswith("no learning signal: in every group")
+    assert lines[1]["ppo_kl"] == 0.0 and lines[1]["kl_loss"] == 0.01 and "kl" not in lines[1]
+    console = out.getvalue()
+    assert "warning: step 2: no learning signal" in console and "warning: step 1" not in console, console
+    assert "  agentrl: tool server 'files': the session ended (EOFError); starting a new session (restart 1)" in console

@@ -133,7 +133,7 @@ def resumed_run(tmp_path_factory, demo):
     config.write_text(yaml.safe_dump({"agentrl": block}))
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     elsewhere = root  # not the config's folder: relative paths must still resolve against it
-    zygotes_before = zygotes()
+    seen = ZygoteWatch()  # this run's own sandbox workers: other jobs on the machine have theirs
     result: dict = {"run": run}
 
     # a shell's background job ignores SIGINT and passes that on: give agentrl the terminal's default back
@@ -172,10 +172,12 @@ def resumed_run(tmp_path_factory, demo):
     third = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, env=env,
                            cwd=elsewhere, timeout=1200)
     result["out3"], result["rc3"] = third.stdout + third.stderr, third.returncode
+    seen.stop()
+    assert seen.found, "no sandbox worker of this run was ever seen: the check below would prove nothing"
     deadline = time.monotonic() + 30
-    while zygotes() - zygotes_before and time.monotonic() < deadline:
+    while alive(seen.found) and time.monotonic() < deadline:
         time.sleep(1)
-    result["zygotes_left"] = zygotes() - zygotes_before
+    result["zygotes_left"] = {p.pid for p in alive(seen.found)}
     return result
 
 
@@ -230,7 +232,7 @@ def test_metrics_show_each_step_once_and_validation_apart(resumed_run):
     val = [m for m in metrics if m["validation"] is True]
     assert [m["step"] for m in train] == list(range(1, STEPS_RESUMED + 1))
     # a step checkpointed just before an attempt stopped may have lost verl's own metrics, not its line
-    for key in ("reward_mean", "reward_std", "reward/math", "reward/my_reward", "response_length", "kl",
+    for key in ("reward_mean", "reward_std", "reward/math", "reward/my_reward", "response_length", "ppo_kl",
                 "advantages_mean", "loss", "entropy", "grad_norm", "learning_rate", "tool_calls_per_rollout",
                 "step_time", "unscorable"):
         assert key in train[-1], key
@@ -330,11 +332,6 @@ def test_one_trainer_per_run_directory(tmp_path, demo):
     assert not (run / "config.yaml").exists()
 
 
-def zygotes() -> set[int]:
-    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout.splitlines()
-    return {int(line.split(None, 1)[0]) for line in out if "agentrl.sandbox.zygote" in line}
-
-
 FAMILIES = Path(__file__).parent.parent / "fixtures" / "families"
 
 
@@ -373,3 +370,35 @@ def test_a_qwen3_coder_model_trains_in_its_own_format(tmp_path, coder_demo):
     for key in ("loss", "grad_norm", "entropy"):
         assert metrics[key] is not None and metrics[key] == metrics[key], key
     assert metrics["grad_norm"] > 0  # a real update of the weights, through the family's token stream
+
+
+class ZygoteWatch:
+    """Collects the sandbox workers (zygotes) among this test process's descendants, every half second, until
+    stopped: the runs it starts, and nothing another job on the machine started."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.found: list = []
+        self._pids: set[tuple[int, float]] = set()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        import psutil
+
+        me = psutil.Process()
+        while not self._done.wait(0.5):
+            for p in me.children(recursive=True):
+                try:
+                    key = (p.pid, p.create_time())
+                    if key not in self._pids and "agentrl.sandbox.zygote" in " ".join(p.cmdline()):
+                        self._pids.add(key)
+                        self.found.append(p)
+                except psutil.Error:
+                    pass
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join(5)

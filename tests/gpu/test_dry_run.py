@@ -89,3 +89,13 @@ def test_multi_node_dry_run_attaches_to_ray_address(project, capsys, monkeypatch
     assert cfg["ray_kwargs"]["ray_init"]["num_cpus"] is None  # ray.init() must not size a cluster it attaches to
     assert "attach to 10.1.2.3:6379" in out and "shared storage" in out
     assert os.environ["RAY_ADDRESS"] == "10.1.2.3:6379"
+
+
+def test_dry_run_warns_when_prompt_and_response_outgrow_the_models_positions(project, capsys):
+    """The project's model has 256 positions; the config leaves prompt and response at their defaults (512 each)."""
+    assert main(["train", str(project / "my.yaml"), "agentrl.device=cpu", "agentrl.lora.rank=0", "--dry-run"]) == 0
+    err = capsys.readouterr().err
+    assert "max_prompt_length + max_response_length = 512 + 512 = 1024 tokens, but the model has 256 positions" in err
+    assert main(["train", str(project / "my.yaml"), "agentrl.device=cpu", "agentrl.lora.rank=0", "--dry-run",
+                 "agentrl.max_prompt_length=192", "agentrl.max_response_length=64"]) == 0
+    assert "positions" not in capsys.readouterr().err

@@ -133,3 +133,21 @@ def test_a_judge_template_naming_a_field_no_row_has_stops_train_before_anything_
     assert main(["train", config]) == 2
     out = capsys.readouterr().out
     assert "static       FAIL" in out and "{{item.reference_answer}}" in out and "1 of 2 rows lack (first: train.jsonl:2)" in out
+
+
+ECHO = '''
+def grade(sample, item):
+    """Pays when the answer repeats the question's words: a hack GRPO finds."""
+    return 1.0 if "What" in sample["final_answer"] else 0.0
+'''
+
+
+def test_review_names_the_reward_that_pays_for_a_hack_even_when_the_total_does_not(tmp_path, capsys):
+    rewards = [{"name": "math", "weight": 2.0}, {"name": str(tmp_path / "reward.py"), "weight": 1.0, "label": "echo"}]
+    assert main(["reward", "review", write_config(tmp_path, ECHO, rewards)]) == 1
+    out = capsys.readouterr().out
+    # row 1 has no expected_answer in metadata, so math does not apply there and echo is the whole total;
+    # on row 2 math outweighs echo in the total (0.33), which the old review took for a pass
+    assert "adversarial  FAIL 15/16 hacking attempts scored below 0.5 in total" in out, out
+    assert "paid for by each reward alone: math 0/16, echo 2/16" in out, out
+    assert "echo alone pays for the question echoed on train.jsonl:2 (1.00 >= 0.5; 0.33 in the total)" in out, out

@@ -20,6 +20,8 @@ PROBE = str(HERE / "servers" / "probe_server.py")
 REPO = HERE.parent.parent
 EVERYTHING_VERSION = "2026.8.31"
 EVERYTHING_INSTALL = f"npm install --prefix .venv/npm @modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"
+FILESYSTEM_VERSION = "2026.8.31"
+FILESYSTEM_INSTALL = f"npm install --prefix .venv/npm @modelcontextprotocol/server-filesystem@{FILESYSTEM_VERSION}"
 
 
 def run(coro):
@@ -127,6 +129,15 @@ def everything_server():
     return {"command": str(path), "args": ["stdio"]}
 
 
+@pytest.fixture(scope="session")
+def filesystem_server():
+    """@modelcontextprotocol/server-filesystem from npm (see FILESYSTEM_INSTALL): the command, without its folder."""
+    path = REPO / ".venv" / "npm" / "node_modules" / ".bin" / "mcp-server-filesystem"
+    if not path.exists():
+        pytest.skip(f"third-party MCP server not installed: run `{FILESYSTEM_INSTALL}` in the repo root")
+    return str(path)
+
+
 class _FlakyProxy(http.server.BaseHTTPRequestHandler):
     """Forwards to a real MCP server, but answers the next tools/call POSTs with the statuses in ``fail``."""
 
@@ -204,3 +215,19 @@ def rft_server(tmp_path_factory):
     proc, base = start_rft(RFT_LOG=str(log), FLAKY_FAILS="2")
     yield base, log
     stop(proc)
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    """A one-layer Qwen2 with the demo's offline tokenizer: enough for `agentrl train --dry-run` to check a config."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from agentrl.demo.tokenizer import train_tokenizer
+
+    root = tmp_path_factory.mktemp("model")
+    tok = train_tokenizer(["What was Acme's revenue? 842 million dollars."] * 20)
+    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=512)
+    Qwen2ForCausalLM(cfg).save_pretrained(root)
+    tok.save_pretrained(root)
+    return root

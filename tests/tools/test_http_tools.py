@@ -39,6 +39,29 @@ def test_the_agent_rft_list_shape_is_accepted_as_is_and_as_a_json_file(rft_serve
     assert mixed["s"].function and mixed["s"].parameters["required"] == ["metric"]
 
 
+def test_the_readme_inline_endpoint_list_trains(rft_server, tiny_model, tmp_path, capsys):
+    """The README's inline form (a list of endpoint dicts under agentrl.tools) goes through every check of
+    `agentrl train --dry-run` and into the run spec the workers read, as the JSON-file form does."""
+    import yaml
+
+    from agentrl.cli import main
+    from agentrl.spec import RunSpec
+
+    base, _ = rft_server
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(
+        {"messages": [{"role": "user", "content": f"What was Acme's revenue in {2020 + i}?"}],
+         "metadata": {"expected_answer": "842 million dollars"}}) + "\n" for i in range(4)))
+    config = tmp_path / "my.yaml"
+    config.write_text(yaml.safe_dump({"agentrl": {
+        "name": "inline", "model": str(tiny_model), "train_data": "train.jsonl", "tools": rft_tools(base),
+        "rewards": [{"name": "math"}], "batch_size": 2, "samples_per_prompt": 2, "device": "cpu",
+        "run_dir": str(tmp_path / "runs" / "inline")}}))
+    assert main(["train", str(config), "--dry-run"]) == 0, capsys.readouterr().err
+    spec = RunSpec.read(tmp_path / "runs" / "inline" / "agentrl_spec.json")
+    assert [t["name"] for t in spec.tools] == ["search", "lookup"]
+    assert spec.tools[0]["headers"] == {"Authorization": "Bearer ${RFT_TEST_TOKEN}"}  # the secret stays in the env
+
+
 def test_bad_entries_say_what_to_fix(monkeypatch):
     with pytest.raises(ToolConfigError, match="needs a \"name\""):
         parse_servers_config([{"url": "http://x/search"}])
@@ -180,3 +203,102 @@ def test_an_mcp_url_that_is_not_mcp_or_refuses_the_token_says_so_in_one_line(rft
     assert not ok and "HTTP 401 Unauthorized" in report and "headers.Authorization" in report
     report, ok = check({"m": {"url": f"http://127.0.0.1:{free_port()}/mcp", "retries": 0}})
     assert not ok and "cannot reach" in report and "ConnectError" in report
+
+
+def test_check_verifies_the_token_without_running_the_tool(tmp_path, monkeypatch):
+    """`tools check` on an endpoint that checks the token first, and on one that validates the body first:
+    it never says ok to a wrong token, and it never runs a tool (the server logs every call it runs)."""
+    for auth in ("first", "after-body"):
+        log = tmp_path / f"{auth}.jsonl"
+        proc, base = start_rft(RFT_LOG=str(log), RFT_AUTH=auth)
+        try:
+            good, ok_good = check(rft_tools(base))
+            monkeypatch.setenv("RFT_TEST_TOKEN", "wrong")
+            bad, ok_bad = check(rft_tools(base))
+            monkeypatch.setenv("RFT_TEST_TOKEN", "secret")
+        finally:
+            stop(proc)
+        assert not log.exists() or log.read_text() == "", log.read_text()  # no tool ran
+        assert not any(line.startswith("ok") for line in bad.splitlines()), bad
+        if auth == "first":
+            assert ok_good and good.count("ok   ") == 2 and "422 with the token, 401 without it" in good, good
+            assert not ok_bad and "FAIL search: unauthorized: HTTP 401 Unauthorized" in bad, bad
+        else:  # the same answer whatever the token: the check says it could not tell
+            for text in (good, bad):
+                assert text.count("??   ") == 2 and "token NOT verified" in text, text
+                assert "2 reachable but their token not verified" in text and "`agentrl tools call" in text, text
+
+
+@pytest.mark.parametrize("kind", ["endpoint", "mcp"])
+def test_a_server_back_after_a_long_outage_is_used_again_at_once(kind, tmp_path):
+    """The breaker's wait doubles while a server stays down (here to 8 s or more); once the server is back, a probe
+    closes the circuit well before that wait is over, for an Agent RFT endpoint and an MCP server over HTTP
+    (whose old session the restart made stale)."""
+    import asyncio
+    import re
+    import subprocess
+    import sys
+
+    from .conftest import PROBE, _wait_for_port
+
+    port = free_port()
+    if kind == "endpoint":
+        tools = [{"name": "lookup", "url": f"http://127.0.0.1:{port}/lookup", "headers": {"Authorization": "Bearer secret"},
+                  "retries": 0, "circuit_failures": 2, "circuit_reset": 60}]
+        call = ToolCall("c", "lookup", {"metric": "revenue"})
+
+        def start():
+            return start_rft(port)[0]
+    else:
+        tools = {"probe": {"url": f"http://127.0.0.1:{port}/mcp", "retries": 0, "circuit_failures": 2, "circuit_reset": 60}}
+        call = ToolCall("c", "add", {"a": 2, "b": 3})
+
+        def start():
+            proc = subprocess.Popen([sys.executable, PROBE, "--http", "--port", str(port)],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            _wait_for_port(port, proc)
+            return proc
+
+    async def main():
+        began = time.monotonic()
+        proc = start()
+        # the outage lasts until the breaker's wait is well over what a restart takes on this machine now
+        needed = 2 * (time.monotonic() - began) + 3.0
+        try:
+            async with ToolHub.from_config(tools) as hub:
+                async with hub.rollout("r-outage") as session:
+                    assert not (await session.call(call)).is_error
+                    stop(proc)  # the outage: calls keep coming, trials fail, the breaker's wait doubles
+                    wait = 0.0
+                    while wait < needed:
+                        try:
+                            await session.call(call)
+                        except ToolInfraError as exc:
+                            found = re.search(r"failing fast for ([0-9.]+)s more", str(exc))
+                            wait = float(found.group(1)) if found else wait
+                        await asyncio.sleep(0.1)
+                    proc = await asyncio.to_thread(start)  # back, on the same port
+                    back = time.monotonic()
+                    try:
+                        await session.call(call)
+                        raise AssertionError("the first call after the restart went through: the wait was not long enough")
+                    except ToolInfraError as exc:
+                        found = re.search(r"failing fast for ([0-9.]+)s more", str(exc))
+                        own_wait = float(found.group(1)) if found else 0.0
+                    assert own_wait > 2.0, own_wait  # the breaker alone would fail fast this much longer
+                    while True:
+                        try:
+                            result = await session.call(call)
+                            break
+                        except ToolInfraError as exc:
+                            assert exc.kind == "circuit_open", exc
+                            await asyncio.sleep(0.1)
+                    used_again_after = time.monotonic() - back
+                    return result, used_again_after, own_wait, hub.metrics()
+        finally:
+            stop(proc)
+
+    result, after, own_wait, metrics = run(main())
+    assert not result.is_error and result.content in ("842 million dollars", "5")
+    assert after < own_wait, (after, own_wait)  # the probe, not the breaker's own schedule, closed the circuit
+    assert all(m["circuit"] == "closed" for m in metrics.values()), metrics

@@ -185,3 +185,27 @@ def test_staleness_chart_for_an_off_policy_run(browser, live_server, runs_root):
     wait_until(lambda: chart_points(browser), what="every chart of the on-policy run")
     empty = browser.find_element(By.CSS_SELECTOR, "[data-chart=staleness] .empty").text
     assert "on-policy run" in empty and "max_off_policy_steps" in empty
+
+
+def test_run_page_warns_when_steps_taught_nothing(browser, live_server, runs_root):
+    """Steps the Watcher flagged (every group's rewards equal, or grad norm 0) make a warning on the page."""
+    from agentrl.metrics import no_signal
+
+    browser.get(live_server.url + "runs/done")
+    wait_until(lambda: chart_points(browser), what="every chart to have data")
+    assert browser.find_element(By.CSS_SELECTOR, "[data-f=signal]").text == ""  # a run that learns: no warning
+    for step in (13, 14):
+        append_step(runs_root / "alpha", step)
+        with (runs_root / "alpha" / "metrics.jsonl").open("r+") as fh:  # the step as the Watcher writes it then
+            lines = fh.read().splitlines()
+            last = json.loads(lines[-1])
+            last.update({"frac_reward_zero_std": 1.0, "grad_norm": 0.0})
+            last["warning"] = no_signal(last)
+            fh.seek(0)
+            fh.truncate()
+            fh.write("\n".join(lines[:-1] + [json.dumps(last)]) + "\n")
+    browser.get(live_server.url + "runs/alpha")
+    text = wait_until(lambda: browser.find_element(By.CSS_SELECTOR, "[data-f=signal]").text, what="the warning")
+    assert text.startswith("warning: 2 of 14 steps had no learning signal (last: step 14, the latest step)"), text
+    assert "every GRPO advantage is 0" in text
+    shot(browser, "run-no-signal")

@@ -62,3 +62,17 @@ def test_pages_and_groups(tmp_path):
     assert all(r["reward"] >= 0.99 for r in only["rollouts"])
     val = explorer_page(idx, 5, validation=True)
     assert len(val["rollouts"]) == 6 and all(r["advantage"] is None for r in val["rollouts"])  # not trained on
+
+
+def test_a_malformed_call_is_shown_as_the_model_wrote_it():
+    """A rollout the demo run recorded: the model wrote broken JSON in <tool_call>; the parser dropped it."""
+    import json
+    from pathlib import Path
+
+    lines = (Path(__file__).parent / "recorded" / "real_run" / "rollouts.jsonl").read_text().splitlines()
+    record = next(json.loads(x) for x in lines if '"(unparsed)"' in x)
+    view = readable(record)
+    assistant = next(t for t in view["turns"] if t["role"] == "assistant")
+    (call,) = assistant["calls"]
+    assert call["id"] == "malformed0" and call["name"] == "(malformed call, as the model wrote it)"
+    assert call["arguments"].startswith('{"name": "add", "arguments": {"a": 2}}') and '": {"2}}' in call["arguments"]

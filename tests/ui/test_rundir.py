@@ -90,3 +90,35 @@ def test_find_runs_one_or_two_levels(tmp_path):
     (tmp_path / "empty").mkdir()
     assert sorted(rundir.find_runs(tmp_path)) == ["a", "team/b"]
     assert list(rundir.find_runs(tmp_path / "a")) == ["a"]
+
+
+def test_a_resumed_run_counts_every_attempt(tmp_path):
+    """The runner writes a header per attempt into training.log and logs/command.N.json; a long first attempt
+    pushes the second header far past the head of the log."""
+    run = write_run(tmp_path / "resumed", steps=7, total=20)
+    logs = run / "logs"
+    logs.mkdir(exist_ok=True)
+    with (run / "training.log").open("w") as fh:
+        fh.write("\n===== attempt 1 2026-11-25 10:00:00 =====\n" + "verl says something\n" * 2000)
+        fh.write("\n===== attempt 2 2026-11-25 10:30:00 =====\n")
+    for n in (1, 2):
+        (logs / f"command.{n}.json").write_text('["python", "-m", "verl.trainer.main_ppo"]')
+    info = rundir.run_info(run)
+    assert info["attempts"] == 2
+    assert info["started"] == rundir._attempts(run)[0][1]  # the first attempt's start, from the log's head
+
+
+def test_a_run_that_stopped_before_training_says_why(tmp_path, capsys):
+    """`agentrl train` that stops in its checks (here: no model folder) after making the run directory."""
+    from agentrl.cli import main
+
+    (tmp_path / "train.jsonl").write_text(json.dumps({"messages": [{"role": "user", "content": "2+2?"}],
+                                                      "metadata": {"expected_answer": "4"}}) + "\n")
+    config = tmp_path / "c.yaml"
+    config.write_text(json.dumps({"agentrl": {"name": "early", "model": str(tmp_path / "no-model"),
+                                              "train_data": "train.jsonl", "rewards": [{"name": "math"}],
+                                              "run_dir": str(tmp_path / "runs" / "early")}}))
+    assert main(["train", str(config), "--no-review"]) == 2
+    info = rundir.run_info(tmp_path / "runs" / "early")
+    assert info["status"] == "failed" and info["detail"].startswith("failed before training started: "), info
+    assert "no-model" in info["detail"] and "is not a folder with a HuggingFace model" in info["detail"]

@@ -28,8 +28,8 @@ def test_check_reports_every_problem_with_file_and_line(tmp_path, demo_config, c
     ])
     b = _write(tmp_path / "b.jsonl", [
         _row("x", expected_answer="4", expected_tools=[{"name": "add"}]),                    # dup of a.jsonl:1
-        _row("v", expected_tools=[{"name": "add"}]),                                          # math does not apply
-        _row("u", task="none of the rewards' keys"),                                           # no reward applies
+        _row("v", q="What is 2 + 5?", expected_tools=[{"name": "add"}]),                      # math does not apply
+        _row("u", q="What is 2 + 6?", task="none of the rewards' keys"),                       # no reward applies
     ])
     code = main(["data", "check", str(a), str(b), "--config", str(demo_config), "--json"])
     result = json.loads(capsys.readouterr().out)
@@ -66,7 +66,7 @@ def test_check_flags_prompts_longer_than_max_prompt_length(tmp_path, demo_config
 
 
 def test_clean_file_passes(tmp_path, capsys):
-    data = _write(tmp_path / "ok.jsonl", [_row("a", task_type="sum"), _row("b", task_type="sum")])
+    data = _write(tmp_path / "ok.jsonl", [_row("a", task_type="sum"), _row("b", q="What is 3 + 3?", task_type="sum")])
     assert main(["data", "check", str(data)]) == 0
     assert "no problems in 2 rows" in capsys.readouterr().out
 
@@ -112,7 +112,7 @@ def test_convert_tutorial_rows(tmp_path, capsys):
     assert main(["data", "convert", str(src), "-o", str(out)]) == 0
     first, second = [json.loads(line) for line in out.read_text().splitlines()]
     assert first == {"id": "q-17", "messages": [{"role": "user", "content": TUTORIAL_ROW["prompt"]}],
-                     "metadata": {"expected_answer": "4.2e9", "tolerance_rel": 0.01, "tolerance": 0.01,
+                     "metadata": {"expected_answer": "4.2e9", "reference_answer": "4.2e9", "tolerance_rel": 0.01, "tolerance": 0.01,
                                   "evidence_path": "filings/acme-2023.md",
                                   "expected_tools": [{"name": "search"}, {"name": "read"}],
                                   "allowed_tools": ["search", "list", "read"], "task_type": "lookup",
@@ -120,6 +120,55 @@ def test_convert_tutorial_rows(tmp_path, capsys):
     assert second["metadata"]["allowed_tools"] == ["search"]
     capsys.readouterr()
     assert main(["data", "check", str(out)]) == 0
+
+
+def test_convert_openai_rft_rows_and_say_what_changed(tmp_path, capsys):
+    """OpenAI RFT rows: messages, and the grader's fields (reference_answer, ...) at the top level."""
+    rft = {"messages": [{"role": "user", "content": "What was Acme's Q3 2024 revenue?"}],
+           "reference_answer": "$842 million", "company": "Acme"}
+    src = _write(tmp_path / "rft.jsonl", [rft, _row("kept", expected_answer="4")])
+    out = tmp_path / "agentrl.jsonl"
+    assert main(["data", "convert", str(src), "-o", str(out)]) == 0
+    capsys.readouterr()
+    first, second = [json.loads(line) for line in out.read_text().splitlines()]
+    assert first == {"messages": rft["messages"], "metadata": {"expected_answer": "$842 million",
+                                                             "reference_answer": "$842 million", "company": "Acme"}}
+    assert second == _row("kept", expected_answer="4")
+    assert main(["data", "convert", str(src), "-o", str(out)]) == 0
+    assert "(1 changed; 1 already agentrl rows, copied as they are)" in capsys.readouterr().out
+
+
+def test_check_finds_duplicate_rows_train_val_overlap_and_unknown_tool_names(tmp_path, demo_config, capsys):
+    train = _write(tmp_path / "train.jsonl", [
+        _row("a", q="What is 1 + 1?", expected_answer="2", expected_tools=[{"name": "add"}]),
+        _row("b", q="What is 1 + 1?", expected_answer="2", expected_tools=[{"name": "add"}]),   # a copy of line 1
+        _row("c", q="What is 3 * 3?", expected_answer="9", expected_tools=[{"name": "mul"}]),   # no such tool
+        _row("d", q="What is 5 - 1?", expected_answer="4", allowed_tools=["subtract", "calculator.modulo"]),
+    ])
+    val = _write(tmp_path / "val.jsonl", [
+        _row("e", q="What is 3 * 3?", expected_answer="9", expected_tools=[{"name": "multiply"}]),  # train:3's prompt
+    ])
+    assert main(["data", "check", str(train), str(val), "--config", str(demo_config), "--json"]) == 1
+    where = {p["where"]: p["problem"] for p in json.loads(capsys.readouterr().out)["problems"]}
+    assert where[f"{train}:2"] == f"exact duplicate of the row at {train}:1; drop one"
+    assert where[f"{val}:1"].startswith(f"the same prompt is at {train}:3: a prompt in both files leaks")
+    assert "metadata expected_tools 'mul': no tool server offers it (they offer: add, divide, " in where[f"{train}:3"]
+    assert "metadata allowed_tools 'calculator.modulo': no tool server offers it" in where[f"{train}:4"]
+    assert f"{train}:1" not in where and "subtract'" not in where[f"{train}:4"]
+
+
+def test_train_stops_before_ray_on_a_tool_name_no_server_offers(tmp_path, demo_config, capsys):
+    import yaml
+
+    cfg = yaml.safe_load(demo_config.read_text())
+    data = _write(tmp_path / "train.jsonl", [_row(f"r{i}", expected_answer="2", expected_tools=[{"name": "sum"}])
+                                             for i in range(8)])
+    cfg["agentrl"].update(train_data=str(data), val_data=None, run_dir=str(tmp_path / "run"))
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    assert main(["train", str(config), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "8 row(s) name tools no server offers" in err and f"{data}:1: metadata expected_tools 'sum'" in err, err
 
 
 def test_convert_refuses_bad_rows_and_writes_nothing(tmp_path, capsys):

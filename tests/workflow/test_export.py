@@ -105,3 +105,24 @@ def test_export_of_a_lora_run_already_merged_in_place(tmp_path, tiny_demo, capsy
     assert json.loads(capsys.readouterr().out)["lora_merged"] is True
     assert not (hf.parent.parent / "merged").exists()
     assert len(_generate(out)) >= 1
+
+
+def test_export_config_dtype_is_the_weights_and_verl_leftovers_stay_behind(tmp_path, tiny_demo, capsys):
+    """A LoRA checkpoint merged in place, as verl leaves it: float32 weights beside a config.json that says
+    bfloat16 (the base model's), and verl's original file kept as peft_model.safetensors.orig."""
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    run, hf = _run_dir(tmp_path, tiny_demo)
+    (hf.parent / "lora_train_meta.json").write_text(json.dumps({"r": 4, "lora_alpha": 8}))
+    (hf / "peft_model.safetensors.orig").write_bytes((hf / "model.safetensors").read_bytes())
+    config = json.loads((hf / "config.json").read_text())
+    key = "dtype" if "dtype" in config else "torch_dtype"
+    config[key] = "bfloat16"
+    (hf / "config.json").write_text(json.dumps(config))
+    assert {t.dtype for t in load_file(hf / "model.safetensors").values()} == {torch.float32}
+    out = tmp_path / "exported"
+    assert main(["export", str(run), str(out)]) == 0
+    assert not (out / "peft_model.safetensors.orig").exists()
+    assert json.loads((out / "config.json").read_text())[key] == "float32"
+    assert AutoModelForCausalLM.from_pretrained(out).dtype == torch.float32

@@ -66,12 +66,16 @@ const AR = (function () {
       return { traces: [line("mean", col(L, "response_length")), line("max", col(L, "response_length/max"), { line: { dash: "dot" } }),
                         line("min", col(L, "response_length/min"), { line: { dash: "dot" } })] };
     } },
-    { id: "kl", title: "KL divergence (actor vs. rollout, and the KL loss)", build(L, S, o) {
-      return { traces: [...smoothed("kl", col(L, "kl"), o.smooth, COLORS[0]), line("kl_loss", col(L, "kl_loss"))] };
+    { id: "kl", title: "KL: the loss term against the reference model, and PPO's KL to the rollout policy", build(L, S, o) {
+      const ppo = col(L, "ppo_kl").x.length ? col(L, "ppo_kl") : col(L, "kl");  // "kl" in runs from before the rename
+      return { traces: [line("kl_loss (vs. reference)", col(L, "kl_loss")), ...smoothed("ppo_kl (vs. rollout policy)", ppo, o.smooth, COLORS[0])] };
     } },
-    { id: "advantages", title: "Advantages: mean, min, max", build(L) {
-      return { traces: [line("mean", col(L, "advantages_mean")), line("max", col(L, "advantages_max"), { line: { dash: "dot" } }),
-                        line("min", col(L, "advantages_min"), { line: { dash: "dot" } })] };
+    { id: "advantages", title: "Advantages: mean, min, max; share of groups with no reward spread (right axis)", build(L) {
+      const z = col(L, "frac_reward_zero_std");
+      const t = [line("mean", col(L, "advantages_mean")), line("max", col(L, "advantages_max"), { line: { dash: "dot" } }),
+                 line("min", col(L, "advantages_min"), { line: { dash: "dot" } })];
+      if (z.x.length) t.push(line("groups with equal rewards", z, { yaxis: "y2", line: { color: COLORS[3], dash: "dash" } }));
+      return { traces: t, layout: { yaxis2: { overlaying: "y", side: "right", range: [0, 1.05], showgrid: false, tickformat: ".0%" } } };
     } },
     { id: "tool_calls", title: "Tool calls per rollout", build(L) {
       return { traces: [line("tool calls / rollout", col(L, "tool_calls_per_rollout"))] };
@@ -174,6 +178,10 @@ const AR = (function () {
     setText("[data-f=train_reward]", fmt(last.reward_mean));
     setText("[data-f=resp_len]", fmt(last.response_length, 1));
     setText("[data-f=adv]", `${fmt(last.advantages_mean)} (min ${fmt(last.advantages_min)}, max ${fmt(last.advantages_max)})`);
+    // the learning-signal warning metrics.jsonl carries on steps that taught nothing
+    const silent = train.filter((l) => l.warning);
+    setText("[data-f=signal]", silent.length ? `warning: ${silent.length} of ${train.length} steps had no learning signal` +
+      ` (last: step ${silent[silent.length - 1].step}${last.warning ? ", the latest step" : ""}): ${silent[silent.length - 1].warning}` : "");
   }
 
   function showCheckpoints(list) {

@@ -72,6 +72,16 @@ async def hang() -> str:
 
 
 @app.tool()
+def crash(message: str) -> str:
+    """Write ``message`` to stderr and exit at once with status 3, as a server that hits a fatal error does."""
+    import sys
+
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+    os._exit(3)
+
+
+@app.tool()
 def big(n: int) -> str:
     """A text of n characters."""
     return "x" * n

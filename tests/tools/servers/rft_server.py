@@ -7,7 +7,8 @@
     POST /bad_request always 422 with a structured error the model should read
     POST /add, /subtract, /multiply   {"arguments": {"a": 2, "b": 3}}  ->  {"output": "5"}  (the demo model's tools)
 
-Bearer auth: every route but /openapi.json wants ``Authorization: Bearer $RFT_TOKEN`` (default "secret").
+Bearer auth: every route but /openapi.json wants ``Authorization: Bearer $RFT_TOKEN`` (default "secret"), checked
+before the body; with ``RFT_AUTH=after-body`` only after the body was validated (a wrong token with a bad body: 422).
 Errors the model caused are structured output with status 200 ({"output": null, "error": "...", "call_id"}),
 as the tutorial asks, not 500. Every call is logged to ``$RFT_LOG`` (one JSON line: route, call_id, rollout id).
 """
@@ -25,6 +26,7 @@ from pydantic import BaseModel, Field
 
 TOKEN = os.environ.get("RFT_TOKEN", "secret")
 LOG = os.environ.get("RFT_LOG")
+AUTH_FIRST = os.environ.get("RFT_AUTH", "first") != "after-body"
 FIGURES = {"gross margin": "13.4%", "revenue": "842 million dollars", "headcount": "1,204"}
 state = {"flaky": int(os.environ.get("FLAKY_FAILS", "2"))}
 
@@ -33,10 +35,12 @@ app = FastAPI(title="research tools")
 
 @app.middleware("http")
 async def bearer(request, call_next):
-    """Every route but the OpenAPI document wants the token, checked before anything else (as a gateway does)."""
+    """Every route but the OpenAPI document wants the token, checked before anything else (as a gateway does).
+    With RFT_AUTH=after-body the routes check it themselves, after FastAPI validated the body (422 first)."""
     from fastapi.responses import JSONResponse
 
-    if request.url.path != "/openapi.json" and request.headers.get("authorization") != f"Bearer {TOKEN}":
+    if (AUTH_FIRST and request.url.path != "/openapi.json"
+            and request.headers.get("authorization") != f"Bearer {TOKEN}"):
         return JSONResponse({"detail": "invalid or missing bearer token"}, status_code=401)
     return await call_next(request)
 
