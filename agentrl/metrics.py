@@ -272,6 +272,9 @@ class Watcher:
         self.generated_offset = self.trained_offset = 0
         self.generated: dict[str, list[dict]] = defaultdict(list)
         self.placed = self._placed_groups()
+        self.silent_steps = 0  # consecutive training steps with no learning signal
+        self.log_file = RunDir(self.run_dir).training_log  # tool-server restarts the workers report are echoed
+        self.log_offset = self.log_file.stat().st_size if self.log_file.exists() else 0
 
     def _placed_groups(self) -> set[str]:
         """Groups whose rollouts are already in rollouts.jsonl (placed by an earlier attempt)."""
@@ -307,10 +310,6 @@ class Watcher:
                     placed = {**r, "step": step, "drawn_step": r.get("step"),
                               "staleness": step - 1 - version if isinstance(version, int) else None}
                     append_jsonl(self.rollouts_file, placed)
-
-        self.silent_steps = 0  # consecutive training steps with no learning signal
-        self.log_file = self.run_dir / "training.log"  # tool-server restarts the workers report are echoed
-        self.log_offset = self.log_file.stat().st_size if self.log_file.exists() else 0
 
     def poll(self) -> None:
         self._place_trained()
