@@ -14,6 +14,7 @@ from typing import Any, Generator, Optional
 
 import ray
 import torch
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, TokenOutput
@@ -123,9 +124,12 @@ class CpuRolloutReplica(RolloutReplica):
 
     async def launch_servers(self) -> None:
         name = server_actor_name(self.replica_rank) + self.name_suffix
-        server = ray.remote(CpuRolloutServer).options(
-            name=name, num_cpus=0, max_concurrency=self.max_concurrency,
-        ).remote(config=self.config, model_config=self.model_config, replica_rank=self.replica_rank)
+        options: dict[str, Any] = {"name": name, "num_cpus": 0, "max_concurrency": self.max_concurrency}
+        if self.workers:  # beside its trainer rank, which sends it the weights after each update
+            node = await self.workers[0].__ray_call__.remote(lambda self: ray.get_runtime_context().get_node_id())
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id=node, soft=True)
+        server = ray.remote(CpuRolloutServer).options(**options).remote(
+            config=self.config, model_config=self.model_config, replica_rank=self.replica_rank)
         await server.launch_server.remote()
         self.servers = [server]
         self._server_handle = server
