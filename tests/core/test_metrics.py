@@ -131,3 +131,18 @@ def test_rewind_reads_each_record_s_own_step_whatever_its_text_or_key_order(tmp_
     assert kept == ["quoted", "no-step"]
     aside = (tmp_path / "logs" / "rewound.2.rollouts.jsonl").read_text().splitlines()
     assert [json.loads(aside[0])["rollout_id"], aside[1]] == ["reordered", '{"rollout_id": "cut", "step": 1, "valid']
+
+
+def test_a_restart_with_no_checkpoint_sets_aside_every_step_the_last_attempt_wrote(tmp_path):
+    """verl starts again from step 1 when no checkpoint was complete: rewinding to step 0 leaves nothing it
+    would write twice (an attempt killed before its first checkpoint)."""
+    from agentrl.metrics import rewind
+
+    (tmp_path / "logs").mkdir()
+    for step, val in [(0, True), (1, False), (2, False)]:
+        append_jsonl(tmp_path / "metrics.jsonl", {"step": step, "validation": val})
+        append_jsonl(tmp_path / "rollouts.jsonl", _rollout(step, val, 1.0, f"{step}{val}"))
+    assert rewind(tmp_path, 0, attempt=2) == 6
+    assert read_jsonl(tmp_path / "metrics.jsonl")[0] == [] and read_jsonl(tmp_path / "rollouts.jsonl")[0] == []
+    aside = [(r["step"], r["validation"]) for r in read_jsonl(tmp_path / "logs" / "rewound.2.metrics.jsonl")[0]]
+    assert aside == [(0, True), (1, False), (2, False)]

@@ -1,0 +1,138 @@
+"""End to end on a two-node Ray cluster started with `ray start`, as the README's "More than one machine" does.
+
+Both nodes run on this machine (8 CPUs and 1 logical GPU each, standing in for two 1-GPU machines; the CPU path
+trains on a logical GPU), with token authentication on, as Ray 2.60 has it once a token exists. `agentrl train`
+attaches through RAY_ADDRESS with `agentrl.nodes=2`: one trainer rank on each node. One run lives through two
+attempts: killed with `kill -9` in the middle of step 2, before its first checkpoint, then run again to the end.
+What only a real cluster shows: verl's metrics reach the run directory from workers whose environment is the
+`ray start` command's, actors land on both nodes, a killed driver leaves no actor alive and both nodes up.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ray_cluster import RayCluster  # tests/e2e/ray_cluster.py (pytest puts this folder on sys.path)
+
+AGENTRL = [sys.executable, "-m", "agentrl.cli"]
+STEPS = 3
+
+ACTORS = """
+import json, logging, sys
+import ray
+from ray._private import state
+ray.init(address=sys.argv[1], logging_level=logging.ERROR, log_to_driver=False, configure_logging=False)
+print(json.dumps({"nodes": [n["NodeID"] for n in ray.nodes() if n["Alive"]],
+                  "actors": [{"id": a["ActorID"], "cls": a["ActorClassName"], "state": a["State"],
+                              "node": a["Address"]["NodeID"]} for a in state.actors().values()]}))
+"""
+
+
+def cluster_state(cluster: RayCluster) -> dict:
+    done = subprocess.run([sys.executable, "-c", ACTORS, cluster.address], env=cluster.env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def training_steps(run: Path) -> list[int]:
+    path = run / "metrics.jsonl"
+    if not path.exists():
+        return []
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [m["step"] for m in lines if not m.get("validation")]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    from agentrl.demo import build
+
+    return build(str(tmp_path_factory.mktemp("demo")), warmup_steps=30, eval_samples=0, log=lambda m: None)
+
+
+@pytest.fixture(scope="module")
+def cluster_run(tmp_path_factory, demo):
+    root = tmp_path_factory.mktemp("cluster")
+    run = root / "run"
+    config = root / "config.yaml"
+    config.write_text(yaml.safe_dump({"agentrl": {
+        "name": "two-nodes", "model": demo["model_path"], "train_data": demo["train_path"],
+        "rewards": [{"name": "math", "weight": 1.0}], "nodes": 2,
+        "batch_size": 2, "samples_per_prompt": 4, "max_steps": STEPS,  # one checkpoint, at the end
+        "max_prompt_length": 256, "max_response_length": 32, "learning_rate": 5e-4, "run_dir": str(run),
+        "agent": {"max_turns": 1}}}))
+    result: dict = {"run": run}
+    with RayCluster(nodes=2, cpus=8, gpus=1) as cluster:
+        env = {**cluster.env, "PYTHONUNBUFFERED": "1"}
+        first = subprocess.Popen(AGENTRL + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True, env=env, cwd=root)
+        deadline = time.monotonic() + 1200
+        while not training_steps(run) and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        result["running_at_kill"] = first.poll() is None
+        result["at_kill"] = cluster_state(cluster)
+        first.kill()  # kill -9 in the middle of step 2, before any checkpoint
+        result["out1"] = first.communicate(timeout=60)[0]
+        result["checkpoint_at_kill"] = (run / "checkpoints" / "latest_checkpointed_iteration.txt").exists()
+        killed_at = time.monotonic()
+        while True:
+            after = cluster_state(cluster)
+            alive = [a for a in after["actors"] if a["state"] != "DEAD"]
+            if not alive or time.monotonic() - killed_at > 60:
+                break
+            time.sleep(1.0)
+        result["after_kill"], result["seconds_to_clean"] = after, time.monotonic() - killed_at
+        before = {a["id"] for a in after["actors"]}
+
+        second = subprocess.run(AGENTRL + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, env=env, cwd=root, timeout=1500)
+        result["rc2"], result["out2"] = second.returncode, second.stdout
+        result["second_actors"] = [a for a in cluster_state(cluster)["actors"] if a["id"] not in before]
+        # where verl's file logger writes when VERL_FILE_LOGGER_PATH does not reach it: the cwd of `ray start`
+        result["stray_metrics"] = [str(p) for p in cluster.temp.rglob("agentrl/*.jsonl")]
+    (root / "summary.json").write_text(json.dumps({k: v for k, v in result.items() if k != "run"}, default=str))
+    return result
+
+
+def test_the_killed_attempt_was_mid_step_before_its_first_checkpoint(cluster_run):
+    assert cluster_run["running_at_kill"], cluster_run["out1"][-3000:]
+    assert not cluster_run["checkpoint_at_kill"]
+
+
+def test_kill_9_leaves_no_actor_alive_and_both_nodes_up(cluster_run):
+    at_kill = cluster_run["at_kill"]
+    alive = [a for a in at_kill["actors"] if a["state"] == "ALIVE"]
+    assert {a["node"] for a in alive} == set(at_kill["nodes"]) and len(at_kill["nodes"]) == 2
+    after = cluster_run["after_kill"]
+    assert [a for a in after["actors"] if a["state"] != "DEAD"] == []
+    assert sorted(after["nodes"]) == sorted(at_kill["nodes"])
+
+
+def test_the_run_again_trains_to_the_end_on_both_nodes(cluster_run):
+    out = cluster_run["out2"]
+    assert cluster_run["rc2"] == 0, out[-4000:]
+    assert "restarting" in out and "from step 1: no checkpoint was complete" in out
+    assert f"agentrl: done, step {STEPS} of {STEPS}" in out
+    assert f"step {STEPS}/{STEPS}" in out  # console progress, from verl's metrics file
+    assert len({a["node"] for a in cluster_run["second_actors"]}) == 2, cluster_run["second_actors"]
+
+
+def test_metrics_from_the_cluster_hold_every_step_once(cluster_run):
+    run = cluster_run["run"]
+    assert training_steps(run) == list(range(1, STEPS + 1))
+    lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert all(m["loss"] is not None and m["rollouts"] == 8 for m in lines)  # verl's own metrics and ours, joined
+    aside = run / "logs" / "rewound.2.metrics.jsonl"
+    assert [json.loads(line)["step"] for line in aside.read_text().splitlines()][:1] == [1]
+    status = json.loads((run / "checkpoint_status.json").read_text())
+    assert status["complete"] and status["step"] == STEPS
+    log = (run / "training.log").read_text(errors="replace")
+    assert "===== attempt 1" in log and "===== attempt 2" in log
+    assert cluster_run["stray_metrics"] == []
