@@ -71,6 +71,14 @@ def cluster_run(tmp_path_factory, demo):
     result: dict = {"run": run}
     with RayCluster(nodes=2, cpus=8, gpus=1) as cluster:
         env = {**cluster.env, "PYTHONUNBUFFERED": "1"}
+        # a plan the cluster cannot place (two logical GPUs a node) stops before verl, saying what is missing
+        refused = subprocess.run(AGENTRL + ["train", str(config), "agentrl.gpus_per_node=2"], capture_output=True,
+                                 text=True, env=env, cwd=root, timeout=300)
+        result["refused"] = (refused.returncode, refused.stdout + refused.stderr)
+        result["refused_started_verl"] = (run / "training.log").exists()
+        dry = subprocess.run(AGENTRL + ["train", str(config), "--dry-run"], capture_output=True, text=True, env=env,
+                             cwd=root, timeout=300)
+        result["dry_run"] = (dry.returncode, dry.stdout + dry.stderr)
         first = subprocess.Popen(AGENTRL + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  text=True, env=env, cwd=root)
         deadline = time.monotonic() + 1200
@@ -136,3 +144,18 @@ def test_metrics_from_the_cluster_hold_every_step_once(cluster_run):
     log = (run / "training.log").read_text(errors="replace")
     assert "===== attempt 1" in log and "===== attempt 2" in log
     assert cluster_run["stray_metrics"] == []
+
+
+def test_a_plan_the_cluster_cannot_place_stops_before_verl_with_what_is_missing(cluster_run):
+    rc, out = cluster_run["refused"]
+    assert rc == 2, out[-3000:]
+    assert "cannot place this run: the plan needs 2 node(s) with 2 GPU(s) and 6 CPUs each" in out
+    assert "0 of the cluster's 2 node(s) have that" in out
+    assert not cluster_run["refused_started_verl"]
+
+
+def test_the_dry_run_reads_the_cluster_and_shows_what_every_worker_gets(cluster_run):
+    rc, out = cluster_run["dry_run"]
+    assert rc == 0, out[-3000:]
+    assert "node(s)" in out and "it fits" in out
+    assert "VERL_FILE_LOGGER_PATH:" in out  # in ray_kwargs.ray_init.runtime_env.env_vars
