@@ -67,8 +67,10 @@ def step_plan(settings: AgentrlSettings, train_rows: int) -> StepPlan:
 
 
 def ray_address() -> str | None:
-    """The Ray cluster the run attaches to (``RAY_ADDRESS``, as verl's ``ray.init()`` reads it), or None."""
-    return os.environ.get("RAY_ADDRESS") or None
+    """The Ray cluster the run attaches to (``RAY_ADDRESS``, as verl's ``ray.init()`` reads it), or None
+    (``local`` asks Ray for a cluster of its own, as no address does)."""
+    address = os.environ.get("RAY_ADDRESS", "").strip()
+    return address if address and address != "local" else None
 
 
 class PlanError(AgentrlError):
@@ -224,9 +226,11 @@ VERL_AGENT_WORKERS = 8  # verl's default actor_rollout_ref.rollout.agent.num_wor
 def sandbox_workers(overrides: dict[str, Any], cpus: int | None = None) -> int:
     """Workers per sandbox pool in each of verl's agent-loop processes: the machine's cores shared among
     them. Each process starts its own sandbox, and a pool of the full core count in every one of them
-    would hold that many zygotes (sympy and math_verify in each heavy one) per process."""
+    would hold that many zygotes (sympy and math_verify in each heavy one) per process. verl spreads the
+    processes over the nodes, so a node holds its share of them."""
     processes = int(overrides.get("actor_rollout_ref.rollout.agent.num_workers", VERL_AGENT_WORKERS))
-    return max(2, (cpus or os.cpu_count() or 2) // max(1, processes))
+    per_node = math.ceil(processes / max(1, int(overrides.get("trainer.nnodes", 1))))
+    return max(2, (cpus or os.cpu_count() or 2) // max(1, per_node))
 
 
 def child_env(run_dir: Path, attempt: int, overrides: dict[str, Any]) -> dict[str, str]:
