@@ -43,11 +43,9 @@ def cluster_state(cluster: RayCluster) -> dict:
 
 
 def training_steps(run: Path) -> list[int]:
-    path = run / "metrics.jsonl"
-    if not path.exists():
-        return []
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [m["step"] for m in lines if not m.get("validation")]
+    from agentrl.runlog import read_jsonl  # whole lines only: the watcher may be writing one
+
+    return [m["step"] for m in read_jsonl(run / "metrics.jsonl")[0] if not m.get("validation")]
 
 
 @pytest.fixture(scope="module")
