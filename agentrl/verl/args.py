@@ -211,6 +211,13 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
         user = flatten(verl_part)
         merged.update(gp.runtime_env_overrides(gp.worker_env({**merged, **user}, plan)))
     merged.update(flatten(verl_part))
+    address = ray_address()
+    sized = [k.lstrip("+") for k in merged if k.lstrip("+") in ("ray_kwargs.ray_init.num_cpus",
+                                                                "ray_kwargs.ray_init.num_gpus") and merged[k] is not None]
+    if address and sized:
+        raise PlanError(f"{' and '.join(sized)} cannot be set for a run that attaches to the Ray cluster at "
+                        f"RAY_ADDRESS={address}: Ray sizes a cluster only when it starts one. Give each node its "
+                        f"CPUs and GPUs with `ray start --num-cpus=N --num-gpus=N`, or unset RAY_ADDRESS")
     return merged
 
 

@@ -121,3 +121,9 @@ def test_a_busy_cluster_that_could_place_the_plan_is_a_note_not_an_error():
     need = Needs(nodes=1, gpus_per_node=1, cpus_per_node=3, other_cpus=3)
     problems, notes = check_fits(need, [node("a", 8, 1, free_gpus=0)])
     assert problems == [] and "other jobs hold part of it now" in notes[0]
+
+
+def test_sizing_a_cluster_the_run_attaches_to_is_an_error_before_ray(monkeypatch):
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
+    with pytest.raises(PlanError, match=r"ray_kwargs.ray_init.num_cpus cannot be set .* `ray start --num-cpus=N"):
+        cpu_overrides(settings(), {"ray_kwargs": {"ray_init": {"num_cpus": 32}}})
