@@ -22,7 +22,7 @@ import yaml
 from ray_cluster import RayCluster  # tests/e2e/ray_cluster.py (pytest puts this folder on sys.path)
 
 AGENTRL = [sys.executable, "-m", "agentrl.cli"]
-STEPS = 3
+STEPS = 12  # steps take about a second here: enough of them that the kill lands mid-run
 
 ACTORS = """
 import json, logging, sys
@@ -80,11 +80,12 @@ def cluster_run(tmp_path_factory, demo):
         first = subprocess.Popen(AGENTRL + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  text=True, env=env, cwd=root)
         deadline = time.monotonic() + 1200
-        while not training_steps(run) and first.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.5)
+        verl_log = run / "logs" / "verl_metrics.1.jsonl"  # verl's own metrics file: step 1 done, step 2 under way
+        while not (verl_log.exists() and verl_log.stat().st_size) and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
         result["running_at_kill"] = first.poll() is None
         result["at_kill"] = cluster_state(cluster)
-        first.kill()  # kill -9 in the middle of step 2, before any checkpoint
+        first.kill()  # kill -9 mid-run, before the run's one checkpoint (at its last step)
         result["out1"] = first.communicate(timeout=60)[0]
         result["checkpoint_at_kill"] = (run / "checkpoints" / "latest_checkpointed_iteration.txt").exists()
         killed_at = time.monotonic()
@@ -134,7 +135,7 @@ def test_metrics_from_the_cluster_hold_every_step_once(cluster_run):
     run = cluster_run["run"]
     assert training_steps(run) == list(range(1, STEPS + 1))
     lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    assert all(m["loss"] is not None and m["rollouts"] == 8 for m in lines)  # verl's own metrics and ours, joined
+    assert all(m["loss"] is not None and m["rollouts"] == 8 for m in lines), lines  # verl's own metrics and ours, joined
     aside = run / "logs" / "rewound.2.metrics.jsonl"
     assert [json.loads(line)["step"] for line in aside.read_text().splitlines()][:1] == [1]
     status = json.loads((run / "checkpoint_status.json").read_text())
