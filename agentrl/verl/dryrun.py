@@ -32,7 +32,7 @@ from typing import Any, TextIO
 from agentrl.errors import AgentrlError
 
 
-CLUSTER_TIMEOUT_S = 20.0  # the dry run reads a RAY_ADDRESS cluster too, but does not wait long for one
+CLUSTER_TIMEOUT_S = 60.0  # as `train` waits: a loaded head node can take tens of seconds to answer
 
 
 class DryRunError(AgentrlError):
