@@ -14,7 +14,6 @@ from typing import Any, Generator, Optional
 
 import ray
 import torch
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, TokenOutput
@@ -88,12 +87,14 @@ class CpuRolloutServer:
             token_ids=result.token_ids,
             log_probs=result.log_probs,
             stop_reason="completed",
-            extra_fields={"global_steps": self.global_steps},
+            # the version of the weights that generated it, not the newest: a weight update may land
+            # between the batch and this reply
+            extra_fields={"global_steps": result.version if result.version is not None else self.global_steps},
         )
 
     def load_weights(self, state: dict[str, torch.Tensor], global_steps: Optional[int] = None) -> int:
         assert self.batcher is not None, "launch_server() was not called"
-        loaded = self.batcher.load_weights(state)
+        loaded = self.batcher.load_weights(state, global_steps)
         self.weight_syncs += 1
         if global_steps is not None:
             self.global_steps = global_steps
@@ -117,6 +118,8 @@ class CpuRolloutServer:
 
     def set_global_steps(self, global_steps: int) -> None:
         self.global_steps = global_steps
+        if self.batcher is not None:
+            self.batcher.version = global_steps
 
 
 class CpuRolloutReplica(RolloutReplica):
@@ -124,12 +127,9 @@ class CpuRolloutReplica(RolloutReplica):
 
     async def launch_servers(self) -> None:
         name = server_actor_name(self.replica_rank) + self.name_suffix
-        options: dict[str, Any] = {"name": name, "num_cpus": 0, "max_concurrency": self.max_concurrency}
-        if self.workers:  # beside its trainer rank, which sends it the weights after each update
-            node = await self.workers[0].__ray_call__.remote(lambda self: ray.get_runtime_context().get_node_id())
-            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id=node, soft=True)
-        server = ray.remote(CpuRolloutServer).options(**options).remote(
-            config=self.config, model_config=self.model_config, replica_rank=self.replica_rank)
+        server = ray.remote(CpuRolloutServer).options(
+            name=name, num_cpus=0, max_concurrency=self.max_concurrency,
+        ).remote(config=self.config, model_config=self.model_config, replica_rank=self.replica_rank)
         await server.launch_server.remote()
         self.servers = [server]
         self._server_handle = server
