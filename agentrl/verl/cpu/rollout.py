@@ -87,14 +87,12 @@ class CpuRolloutServer:
             token_ids=result.token_ids,
             log_probs=result.log_probs,
             stop_reason="completed",
-            # the version of the weights that generated it, not the newest: a weight update may land
-            # between the batch and this reply
-            extra_fields={"global_steps": result.version if result.version is not None else self.global_steps},
+            extra_fields={"global_steps": self.global_steps},
         )
 
     def load_weights(self, state: dict[str, torch.Tensor], global_steps: Optional[int] = None) -> int:
         assert self.batcher is not None, "launch_server() was not called"
-        loaded = self.batcher.load_weights(state, global_steps)
+        loaded = self.batcher.load_weights(state)
         self.weight_syncs += 1
         if global_steps is not None:
             self.global_steps = global_steps
@@ -118,8 +116,6 @@ class CpuRolloutServer:
 
     def set_global_steps(self, global_steps: int) -> None:
         self.global_steps = global_steps
-        if self.batcher is not None:
-            self.batcher.version = global_steps
 
 
 class CpuRolloutReplica(RolloutReplica):
