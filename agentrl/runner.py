@@ -34,7 +34,7 @@ from agentrl.dataset import convert
 from agentrl.errors import AgentrlError
 from agentrl.rundir import RunDir
 from agentrl.spec import RunSpec
-from agentrl.verl.args import build_overrides, child_env, on_cpu, step_plan, to_cli
+from agentrl.verl.args import build_overrides, launch, on_cpu, ray_address, step_plan, to_cli
 
 MIN_FREE_BYTES = 200 * 1024 * 1024
 
@@ -249,6 +249,15 @@ def train(config_path: str, overrides: list[str], out=sys.stdout, check_tools: b
             plan["lock"].close()
             raise
         print("\n".join(gpu_plan.describe_run(plan["settings"], plan["overrides"])), file=out, flush=True)
+    address = ray_address()
+    if address:  # a cluster started with `ray start`: it must be able to place the plan, or verl waits forever
+        from agentrl.verl.cluster import check_cluster
+
+        try:
+            print("\n".join(check_cluster(address, plan["overrides"])), file=out, flush=True)
+        except AgentrlError:
+            plan["lock"].close()
+            raise
     run_dir: Path = plan["run_dir"]
     lock = plan["lock"]
     attempt = _attempt_number(run_dir)
@@ -263,9 +272,15 @@ def train(config_path: str, overrides: list[str], out=sys.stdout, check_tools: b
         moved = run_metrics.rewind(run_dir, resume["step"], attempt)
         print(f"resuming {run_dir} from checkpoint step {resume['step']} of {plan['total_steps']}"
               + (f" ({moved} lines past it set aside in logs/)" if moved else ""), file=out)
-    cmd = [sys.executable, "-m", "verl.trainer.main_ppo", *to_cli(plan["overrides"])]
+    else:
+        # no checkpoint: verl starts again from step 1, so what an earlier attempt wrote is set aside
+        moved = run_metrics.rewind(run_dir, 0, attempt)
+        if moved:
+            print(f"restarting {run_dir} from step 1: no checkpoint was complete ({moved} lines of the earlier "
+                  f"attempt set aside in logs/)", file=out)
+    overrides, env = launch(run_dir, attempt, plan["overrides"])
+    cmd = [sys.executable, "-m", "verl.trainer.main_ppo", *to_cli(overrides)]
     (run_dir / "logs" / f"command.{attempt}.json").write_text(json.dumps(cmd, indent=1))
-    env = child_env(run_dir, attempt, plan["overrides"])
     print(f"agentrl: training {plan['settings'].name} for {plan['total_steps']} steps on "
           f"{'CPU' if plan['cpu'] else 'GPU'}; run directory {run_dir}", file=out, flush=True)
     log = open(RunDir(run_dir).training_log, "ab", buffering=0)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrl.config import AgentrlSettings, flatten
+from agentrl.errors import AgentrlError
 from agentrl.families import resolve_parser
 from agentrl.rundir import RunDir
 
@@ -34,7 +35,13 @@ CPU_DEFAULTS: dict[str, Any] = {
     "actor_rollout_ref.rollout.agent.num_workers": 1,
 }
 
+# Only for a Ray cluster that the run starts itself: ray.init() refuses to size a cluster it attaches to
+# (RAY_ADDRESS), whose nodes declare their CPUs and logical GPUs at `ray start`.
+LOCAL_RAY_KEYS = ("+ray_kwargs.ray_init.num_gpus", "ray_kwargs.ray_init.num_cpus", "+ray_kwargs.ray_init.include_dashboard")
+
 # The GPU defaults (GPU count, attention, batching, vLLM, LoRA, Ray) are planned in agentrl/verl/gpu_plan.py.
+
+RUNTIME_ENV = "+ray_kwargs.ray_init.runtime_env.env_vars."  # Ray hands these to every worker on every node
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,51 @@ def step_plan(settings: AgentrlSettings, train_rows: int) -> StepPlan:
         epochs = max(epochs, math.ceil(settings.max_steps / per_epoch))
     total = settings.max_steps or per_epoch * epochs
     return StepPlan(per_epoch, epochs, total)
+
+
+def ray_address() -> str | None:
+    """The Ray cluster the run attaches to (``RAY_ADDRESS``, as verl's ``ray.init()`` reads it), or None
+    (``local`` asks Ray for a cluster of its own, as no address does)."""
+    address = os.environ.get("RAY_ADDRESS", "").strip()
+    return address if address and address != "local" else None
+
+
+class PlanError(AgentrlError):
+    """The nodes, GPUs and batch sizes do not fit together; the message says which setting to change."""
+
+
+@dataclass(frozen=True)
+class Ranks:
+    """The trainer's processes: one per GPU (a logical Ray GPU on the CPU), ``gpus_per_node`` on each node."""
+
+    nodes: int
+    per_node: int
+
+    @property
+    def world(self) -> int:
+        return self.nodes * self.per_node
+
+
+def cpu_ranks(settings: AgentrlSettings) -> Ranks:
+    """The CPU path's ranks: ``agentrl.nodes`` × ``agentrl.gpus_per_node`` (default 1) logical GPUs."""
+    ranks = Ranks(settings.nodes, settings.gpus_per_node or 1)
+    if ranks.nodes > 1 and not ray_address():
+        raise PlanError(f"agentrl.nodes={ranks.nodes} needs a Ray cluster of {ranks.nodes} nodes: start it (`ray start "
+                        f"--head` on one node, `ray start --address=HEAD:6379` on the others; see the README's "
+                        f"\"More than one machine\") and set RAY_ADDRESS=HEAD:6379 before `agentrl train`")
+    return ranks
+
+
+def per_rank_sequences(settings: AgentrlSettings, ranks: Ranks) -> int:
+    """Sequences each rank trains on a step; verl splits the step's batch evenly over the ranks."""
+    sequences = settings.batch_size * settings.samples_per_prompt
+    if sequences % ranks.world:
+        step = ranks.world // math.gcd(ranks.world, settings.samples_per_prompt)
+        raise PlanError(
+            f"agentrl.batch_size={settings.batch_size} × samples_per_prompt={settings.samples_per_prompt} = "
+            f"{sequences} sequences a step cannot be split evenly over {ranks.world} trainer ranks "
+            f"({ranks.nodes} node(s) × {ranks.per_node} GPU(s)); set agentrl.batch_size to a multiple of {step}")
+    return sequences // ranks.world
 
 
 def on_cpu(settings: AgentrlSettings) -> bool:
@@ -134,7 +186,26 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
     chosen.update(off_policy_overrides(s))
     merged = dict(CPU_DEFAULTS) if cpu else {}
     merged.update(chosen)
-    if not cpu:
+    if cpu:
+        ranks = cpu_ranks(settings)
+        micro = per_rank_sequences(settings, ranks)  # all of a rank's sequences in one micro-batch
+        merged.update({
+            "trainer.nnodes": ranks.nodes,
+            "trainer.n_gpus_per_node": ranks.per_node,
+            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": micro,
+            "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": micro,
+            "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": micro,
+            "actor_rollout_ref.rollout.agent.num_workers": ranks.nodes,  # one agent-loop process per node
+        })
+        if ray_address():
+            for key in LOCAL_RAY_KEYS:
+                merged.pop(key, None)
+        else:
+            from agentrl.verl.cluster import needs
+
+            merged["+ray_kwargs.ray_init.num_gpus"] = ranks.world
+            merged["ray_kwargs.ray_init.num_cpus"] = max(merged["ray_kwargs.ray_init.num_cpus"], needs(merged).total_cpus)
+    else:
         from agentrl.verl import gpu_plan as gp
 
         plan = gpu_plan or gp.plan_gpus(s)
@@ -143,6 +214,13 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
         user = flatten(verl_part)
         merged.update(gp.runtime_env_overrides(gp.worker_env({**merged, **user}, plan)))
     merged.update(flatten(verl_part))
+    address = ray_address()
+    sized = [k.lstrip("+") for k in merged if k.lstrip("+") in ("ray_kwargs.ray_init.num_cpus",
+                                                                "ray_kwargs.ray_init.num_gpus") and merged[k] is not None]
+    if address and sized:
+        raise PlanError(f"{' and '.join(sized)} cannot be set for a run that attaches to the Ray cluster at "
+                        f"RAY_ADDRESS={address}: Ray sizes a cluster only when it starts one. Give each node its "
+                        f"CPUs and GPUs with `ray start --num-cpus=N --num-gpus=N`, or unset RAY_ADDRESS")
     return merged
 
 
@@ -194,15 +272,17 @@ VERL_AGENT_WORKERS = 8  # verl's default actor_rollout_ref.rollout.agent.num_wor
 def sandbox_workers(overrides: dict[str, Any], cpus: int | None = None) -> int:
     """Workers per sandbox pool in each of verl's agent-loop processes: the machine's cores shared among
     them. Each process starts its own sandbox, and a pool of the full core count in every one of them
-    would hold that many zygotes (sympy and math_verify in each heavy one) per process."""
+    would hold that many zygotes (sympy and math_verify in each heavy one) per process. verl spreads the
+    processes over the nodes, so a node holds its share of them."""
     processes = int(overrides.get("actor_rollout_ref.rollout.agent.num_workers", VERL_AGENT_WORKERS))
-    return max(2, (cpus or os.cpu_count() or 2) // max(1, processes))
+    per_node = math.ceil(processes / max(1, int(overrides.get("trainer.nnodes", 1))))
+    return max(2, (cpus or os.cpu_count() or 2) // max(1, per_node))
 
 
 def child_env(run_dir: Path, attempt: int, overrides: dict[str, Any]) -> dict[str, str]:
     env = dict(os.environ)
-    prefix = "+ray_kwargs.ray_init.runtime_env.env_vars."  # a GPU plan's environment for every Ray worker
-    env.update({k[len(prefix):]: str(v) for k, v in overrides.items() if k.startswith(prefix)})
+    # what the plan (or the user's `+ray_kwargs.ray_init.runtime_env.env_vars.X`) gives every Ray worker
+    env.update({k[len(RUNTIME_ENV):]: str(v) for k, v in overrides.items() if k.startswith(RUNTIME_ENV)})
     env.setdefault("AGENTRL_SANDBOX_WORKERS", str(sandbox_workers(overrides)))
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("WANDB_MODE", "disabled")
@@ -213,3 +293,24 @@ def child_env(run_dir: Path, attempt: int, overrides: dict[str, Any]) -> dict[st
     env["AGENTRL_RUN_DIR"] = str(run_dir)  # agentrl.verl.pacing records which groups each step trained
     env["VERL_FILE_LOGGER_PATH"] = str(RunDir(run_dir).verl_metrics(attempt))
     return env
+
+
+# Read inside verl's Ray workers (the agent loop, rewards, verl's file logger); besides these, every AGENTRL_*
+# variable of the launching shell is agentrl's own setting and travels too.
+WORKER_VARIABLES = ("VERL_FILE_LOGGER_PATH", "HF_HUB_OFFLINE", "WANDB_MODE", "TOKENIZERS_PARALLELISM",
+                    "LITELLM_LOCAL_MODEL_COST_MAP", "VERL_PLATFORM")
+
+
+def worker_env(env: dict[str, str]) -> dict[str, str]:
+    """The part of ``child_env`` that verl's Ray workers must see. A cluster the run starts itself inherits
+    verl's environment, but the workers of a cluster started with `ray start` inherit that command's
+    environment instead, on every node: these reach them only through Ray's runtime environment."""
+    return {k: v for k, v in sorted(env.items()) if k in WORKER_VARIABLES or k.startswith("AGENTRL_")}
+
+
+def launch(run_dir: Path, attempt: int, overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The overrides and environment of one attempt's ``python -m verl.trainer.main_ppo``: the environment
+    agentrl sets, also handed to every Ray worker on every node (``ray_kwargs.ray_init.runtime_env``)."""
+    env = child_env(run_dir, attempt, overrides)
+    runtime = {RUNTIME_ENV + key: value for key, value in worker_env(env).items()}
+    return {**overrides, **runtime}, env

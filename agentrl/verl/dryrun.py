@@ -16,6 +16,8 @@ data/ and config files are written as ``train`` writes them). The overrides are 
 ``ppo_trainer`` Hydra config, as ``verl.trainer.main_ppo`` composes them, and passed to verl's
 ``validate_config`` and its RolloutConfig. The printed document is that config as YAML (every non-config line is a
 ``#`` comment, so the output still parses as YAML). Ray is never started; this works on a machine with no GPU.
+With ``RAY_ADDRESS`` set, the cluster's nodes are read (not changed) and checked against the plan, as ``train``
+checks them before it starts verl.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ import sys
 from typing import Any, TextIO
 
 from agentrl.errors import AgentrlError
+
+
+CLUSTER_TIMEOUT_S = 60.0  # as `train` waits: a loaded head node can take tens of seconds to answer
 
 
 class DryRunError(AgentrlError):
@@ -92,11 +97,12 @@ def dry_run(config_path: str, overrides: list[str], out: TextIO | None = None) -
     out = out or sys.stdout
     from agentrl.verl import gpu_plan as gp
     from agentrl.runner import prepare
-    from agentrl.verl.args import child_env
+    from agentrl.verl.args import launch, ray_address
+    from agentrl.verl.cluster import ClusterError, check_cluster
 
     plan = prepare(config_path, overrides)
     plan["lock"].close()
-    verl_overrides = plan["overrides"]
+    verl_overrides, env = launch(plan["run_dir"], 1, plan["overrides"])
     lines = [f"agentrl dry run of {config_path}: nothing was started",
              f"run directory {plan['run_dir']}; {plan['rows']} training rows; {plan['total_steps']} steps"]
     if plan["cpu"]:
@@ -112,12 +118,18 @@ def dry_run(config_path: str, overrides: list[str], out: TextIO | None = None) -
         if not gpus.ray_address and not gp.visible_gpus():
             lines.append("no GPU is visible here: `agentrl train` would stop before Ray "
                          "(this plan is for a GPU machine)")
+    address = ray_address()
+    if address:
+        try:
+            lines += check_cluster(address, verl_overrides, timeout=CLUSTER_TIMEOUT_S)
+        except ClusterError as exc:
+            lines += f"`agentrl train` would stop here, before verl: {exc}".splitlines()
     cfg = compose(verl_overrides)
     lines += [f"verl: {note}" for note in validate(cfg)]
     lines.append("verl: validate_config passed")
-    env = child_env(plan["run_dir"], 1, verl_overrides)
     changed = {k: v for k, v in env.items() if os.environ.get(k) != v}
-    lines.append("environment for python -m verl.trainer.main_ppo (what agentrl sets; the rest is inherited):")
+    lines.append("environment for python -m verl.trainer.main_ppo (what agentrl sets; the rest is inherited; "
+                 "every Ray worker gets ray_kwargs.ray_init.runtime_env.env_vars below):")
     lines += [f"  {k}={v}" for k, v in sorted(changed.items())]
     try:
         text = OmegaConf.to_yaml(cfg, resolve=True)

@@ -232,3 +232,18 @@ def test_steps_with_no_learning_signal_are_flagged_on_the_console_and_in_metrics
     console = out.getvalue()
     assert "warning: step 2: no learning signal" in console and "warning: step 1" not in console, console
     assert "  agentrl: tool server 'files': the session ended (EOFError); starting a new session (restart 1)" in console
+
+
+def test_a_restart_with_no_checkpoint_sets_aside_every_step_the_last_attempt_wrote(tmp_path):
+    """verl starts again from step 1 when no checkpoint was complete: rewinding to step 0 leaves nothing it
+    would write twice (an attempt killed before its first checkpoint)."""
+    from agentrl.metrics import rewind
+
+    (tmp_path / "logs").mkdir()
+    for step, val in [(0, True), (1, False), (2, False)]:
+        append_jsonl(tmp_path / "metrics.jsonl", {"step": step, "validation": val})
+        append_jsonl(tmp_path / "rollouts.jsonl", _rollout(step, val, 1.0, f"{step}{val}"))
+    assert rewind(tmp_path, 0, attempt=2) == 6
+    assert read_jsonl(tmp_path / "metrics.jsonl")[0] == [] and read_jsonl(tmp_path / "rollouts.jsonl")[0] == []
+    aside = [(r["step"], r["validation"]) for r in read_jsonl(tmp_path / "logs" / "rewound.2.metrics.jsonl")[0]]
+    assert aside == [(0, True), (1, False), (2, False)]

@@ -79,6 +79,7 @@ def test_gpu_train_without_vllm_stops_before_ray(project, capsys):
 
 def test_multi_node_dry_run_attaches_to_ray_address(project, capsys, monkeypatch):
     monkeypatch.setenv("RAY_ADDRESS", "10.1.2.3:6379")
+    monkeypatch.setattr("agentrl.verl.dryrun.CLUSTER_TIMEOUT_S", 3.0)  # nothing answers there
     rc = main(["train", str(project / "my.yaml"), "--dry-run", "agentrl.device=gpu", "agentrl.nodes=2",
                "agentrl.gpus_per_node=8"])
     out = capsys.readouterr().out
@@ -88,6 +89,9 @@ def test_multi_node_dry_run_attaches_to_ray_address(project, capsys, monkeypatch
     assert cfg["actor_rollout_ref"]["rollout"]["agent"]["num_workers"] == 16
     assert cfg["ray_kwargs"]["ray_init"]["num_cpus"] is None  # ray.init() must not size a cluster it attaches to
     assert "attach to 10.1.2.3:6379" in out and "shared storage" in out
+    assert "`agentrl train` would stop here, before verl: the Ray cluster at RAY_ADDRESS=10.1.2.3:6379 did not answer" in out
+    env = cfg["ray_kwargs"]["ray_init"]["runtime_env"]["env_vars"]  # what every worker on every node gets
+    assert env["VERL_FILE_LOGGER_PATH"].endswith("logs/verl_metrics.1.jsonl") and env["AGENTRL_DEVICE"] == "gpu"
     assert os.environ["RAY_ADDRESS"] == "10.1.2.3:6379"
 
 

@@ -1,0 +1,160 @@
+"""End to end on a two-node Ray cluster started with `ray start`, as the README's "More than one machine" does.
+
+Both nodes run on this machine (8 CPUs and 1 logical GPU each, standing in for two 1-GPU machines; the CPU path
+trains on a logical GPU), with token authentication on, as Ray 2.60 has it once a token exists. `agentrl train`
+attaches through RAY_ADDRESS with `agentrl.nodes=2`: one trainer rank on each node. One run lives through two
+attempts: killed with `kill -9` in the middle of step 2, before its first checkpoint, then run again to the end.
+What only a real cluster shows: verl's metrics reach the run directory from workers whose environment is the
+`ray start` command's, actors land on both nodes, a killed driver leaves no actor alive and both nodes up.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ray_cluster import RayCluster  # tests/e2e/ray_cluster.py (pytest puts this folder on sys.path)
+
+AGENTRL = [sys.executable, "-m", "agentrl.cli"]
+STEPS = 12  # steps take about a second here: enough of them that the kill lands mid-run
+
+ACTORS = """
+import json, logging, sys
+import ray
+from ray._private import state
+ray.init(address=sys.argv[1], logging_level=logging.ERROR, log_to_driver=False, configure_logging=False)
+print(json.dumps({"nodes": [n["NodeID"] for n in ray.nodes() if n["Alive"]],
+                  "actors": [{"id": a["ActorID"], "cls": a["ActorClassName"], "state": a["State"],
+                              "node": a["Address"]["NodeID"]} for a in state.actors().values()]}))
+"""
+
+
+def cluster_state(cluster: RayCluster) -> dict:
+    done = subprocess.run([sys.executable, "-c", ACTORS, cluster.address], env=cluster.env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def training_steps(run: Path) -> list[int]:
+    from agentrl.runlog import read_jsonl  # whole lines only: the watcher may be writing one
+
+    return [m["step"] for m in read_jsonl(run / "metrics.jsonl")[0] if not m.get("validation")]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    from agentrl.demo import build
+
+    return build(str(tmp_path_factory.mktemp("demo")), warmup_steps=30, eval_samples=0, log=lambda m: None)
+
+
+@pytest.fixture(scope="module")
+def cluster_run(tmp_path_factory, demo):
+    root = tmp_path_factory.mktemp("cluster")
+    run = root / "run"
+    config = root / "config.yaml"
+    config.write_text(yaml.safe_dump({"agentrl": {
+        "name": "two-nodes", "model": demo["model_path"], "train_data": demo["train_path"],
+        "rewards": [{"name": "math", "weight": 1.0}], "nodes": 2,
+        "batch_size": 2, "samples_per_prompt": 4, "max_steps": STEPS,  # one checkpoint, at the end
+        "max_prompt_length": 256, "max_response_length": 32, "learning_rate": 5e-4, "run_dir": str(run),
+        "agent": {"max_turns": 1}}}))
+    result: dict = {"run": run}
+    with RayCluster(nodes=2, cpus=8, gpus=1) as cluster:
+        env = {**cluster.env, "PYTHONUNBUFFERED": "1"}
+        # a plan the cluster cannot place (two logical GPUs a node) stops before verl, saying what is missing
+        refused = subprocess.run(AGENTRL + ["train", str(config), "agentrl.gpus_per_node=2"], capture_output=True,
+                                 text=True, env=env, cwd=root, timeout=300)
+        result["refused"] = (refused.returncode, refused.stdout + refused.stderr)
+        result["refused_started_verl"] = (run / "training.log").exists()
+        dry = subprocess.run(AGENTRL + ["train", str(config), "--dry-run"], capture_output=True, text=True, env=env,
+                             cwd=root, timeout=300)
+        result["dry_run"] = (dry.returncode, dry.stdout + dry.stderr)
+        first = subprocess.Popen(AGENTRL + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True, env=env, cwd=root)
+        deadline = time.monotonic() + 1200
+        verl_log = run / "logs" / "verl_metrics.1.jsonl"  # verl's own metrics file: step 1 done, step 2 under way
+        while not (verl_log.exists() and verl_log.stat().st_size) and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        result["running_at_kill"] = first.poll() is None
+        result["at_kill"] = cluster_state(cluster)
+        first.kill()  # kill -9 mid-run, before the run's one checkpoint (at its last step)
+        result["out1"] = first.communicate(timeout=60)[0]
+        result["checkpoint_at_kill"] = (run / "checkpoints" / "latest_checkpointed_iteration.txt").exists()
+        killed_at = time.monotonic()
+        while True:
+            after = cluster_state(cluster)
+            alive = [a for a in after["actors"] if a["state"] != "DEAD"]
+            if not alive or time.monotonic() - killed_at > 60:
+                break
+            time.sleep(1.0)
+        result["after_kill"], result["seconds_to_clean"] = after, time.monotonic() - killed_at
+        before = {a["id"] for a in after["actors"]}
+
+        second = subprocess.run(AGENTRL + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, env=env, cwd=root, timeout=1500)
+        result["rc2"], result["out2"] = second.returncode, second.stdout
+        result["second_actors"] = [a for a in cluster_state(cluster)["actors"] if a["id"] not in before]
+        # where verl's file logger writes when VERL_FILE_LOGGER_PATH does not reach it: the cwd of `ray start`
+        result["stray_metrics"] = [str(p) for p in cluster.temp.rglob("agentrl/*.jsonl")]
+    (root / "summary.json").write_text(json.dumps({k: v for k, v in result.items() if k != "run"}, default=str))
+    return result
+
+
+def test_the_killed_attempt_was_mid_step_before_its_first_checkpoint(cluster_run):
+    assert cluster_run["running_at_kill"], cluster_run["out1"][-3000:]
+    assert not cluster_run["checkpoint_at_kill"]
+
+
+def test_kill_9_leaves_no_actor_alive_and_both_nodes_up(cluster_run):
+    at_kill = cluster_run["at_kill"]
+    alive = [a for a in at_kill["actors"] if a["state"] == "ALIVE"]
+    assert {a["node"] for a in alive} == set(at_kill["nodes"]) and len(at_kill["nodes"]) == 2
+    after = cluster_run["after_kill"]
+    assert [a for a in after["actors"] if a["state"] != "DEAD"] == []
+    assert sorted(after["nodes"]) == sorted(at_kill["nodes"])
+
+
+def test_the_run_again_trains_to_the_end_on_both_nodes(cluster_run):
+    out = cluster_run["out2"]
+    assert cluster_run["rc2"] == 0, out[-4000:]
+    assert "restarting" in out and "from step 1: no checkpoint was complete" in out
+    assert f"agentrl: done, step {STEPS} of {STEPS}" in out
+    assert f"step {STEPS}/{STEPS}" in out  # console progress, from verl's metrics file
+    assert len({a["node"] for a in cluster_run["second_actors"]}) == 2, cluster_run["second_actors"]
+
+
+def test_metrics_from_the_cluster_hold_every_step_once(cluster_run):
+    run = cluster_run["run"]
+    assert training_steps(run) == list(range(1, STEPS + 1))
+    lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert all(m["loss"] is not None and m["rollouts"] == 8 for m in lines), lines  # verl's own metrics and ours, joined
+    aside = run / "logs" / "rewound.2.metrics.jsonl"
+    assert [json.loads(line)["step"] for line in aside.read_text().splitlines()][:1] == [1]
+    status = json.loads((run / "checkpoint_status.json").read_text())
+    assert status["complete"] and status["step"] == STEPS
+    log = (run / "training.log").read_text(errors="replace")
+    assert "===== attempt 1" in log and "===== attempt 2" in log
+    assert cluster_run["stray_metrics"] == []
+
+
+def test_a_plan_the_cluster_cannot_place_stops_before_verl_with_what_is_missing(cluster_run):
+    rc, out = cluster_run["refused"]
+    assert rc == 2, out[-3000:]
+    assert "cannot place this run: the plan needs 2 node(s) with 2 GPU(s) and 6 CPUs each" in out
+    assert "0 of the cluster's 2 node(s) have that" in out
+    assert not cluster_run["refused_started_verl"]
+
+
+def test_the_dry_run_reads_the_cluster_and_shows_what_every_worker_gets(cluster_run):
+    rc, out = cluster_run["dry_run"]
+    assert rc == 0, out[-3000:]
+    assert "node(s)" in out and "it fits" in out
+    assert "VERL_FILE_LOGGER_PATH:" in out  # in ray_kwargs.ray_init.runtime_env.env_vars
