@@ -6,28 +6,25 @@ each bucket for the receiver's acknowledgement with a blocking ``recv()``. When 
 does not load, a vLLM worker that died), no acknowledgement ever comes: the trainer waits forever, its event loop
 blocked, and the run hangs with the cause sitting unread in the Ray call.
 
-:class:`GuardedServerAdapter` is verl's adapter with that wait bounded: every acknowledgement is awaited in short
+:class:`GuardedSender` is verl's sender with that wait bounded: every acknowledgement is awaited in short
 polls, and between polls the receiving call is checked. A failed receiver stops the sync at once with its error;
 an acknowledgement that takes longer than ``AGENTRL_WEIGHT_SYNC_TIMEOUT`` seconds (default 600) stops it too.
-The plugin registers it as verl's ``vllm`` rollout class, so every vLLM run (GPU or CPU) uses it.
+``agentrl.verl.vllm_adapter.GuardedServerAdapter`` sends with it; the plugin registers that adapter as verl's
+``vllm`` rollout class, so every vLLM run (GPU or CPU) uses it.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
-import torch
 import zmq
 
-from verl.workers.rollout.vllm_rollout.bucketed_weight_transfer import BucketedWeightSender
-from verl.workers.rollout.vllm_rollout.vllm_rollout import ServerAdapter
+from verl.workers.rollout.vllm_rollout.bucketed_weight_transfer import BucketedWeightSender  # imports no vLLM
 
 from agentrl.errors import AgentrlError
 
-logger = logging.getLogger(__name__)
 POLL_MS = 500
 
 
@@ -80,6 +77,17 @@ class GuardedSender(BucketedWeightSender):
         super()._cleanup()
 
 
+def describe(error: BaseException) -> str:
+    """The error with the ones it happened while handling, first cause first. verl's receiver cleans up in a
+    ``finally`` that can fail on its own (shared memory still viewed by the failed bucket: "cannot close exported
+    pointers exist"), which would otherwise hide the error that stopped the sync."""
+    chain: list[BaseException] = []
+    while error is not None and error not in chain:
+        chain.append(error)
+        error = error.__cause__ or error.__context__
+    return "; then ".join(f"{type(e).__name__}: {e}" for e in reversed(chain))
+
+
 def receiver_check(future: Any) -> Callable[[], None]:
     """A check that raises :class:`WeightSyncError` with the receiver's error once its Ray call has ended.
     The receiver returns only after the last acknowledgement, so a call that ended while the sender still
@@ -91,33 +99,7 @@ def receiver_check(future: Any) -> Callable[[], None]:
             return
         error = done.exception()
         if error is not None:
-            raise WeightSyncError(f"the rollout server failed while receiving weights: {error}") from error
+            raise WeightSyncError(f"the rollout server failed while receiving weights: {describe(error)}") from error
         raise WeightSyncError("the rollout server stopped receiving weights before the trainer sent them all")
 
     return check
-
-
-class GuardedServerAdapter(ServerAdapter):
-    """verl's vLLM ``ServerAdapter`` with a weight sync that cannot hang (see the module docstring)."""
-
-    @torch.no_grad()
-    async def update_weights(self, weights: Any, global_steps: Optional[int] = None,
-                             wire_format: str = "named_tensors", **kwargs: Any) -> None:
-        if wire_format != "named_tensors" or not self._has_server:
-            # delta syncs need CUDA IPC and go verl's way; ranks without a server send nothing
-            return await super().update_weights(weights, global_steps=global_steps, wire_format=wire_format,
-                                                 **kwargs)
-        # verl's named-tensor path (vllm_rollout.ServerAdapter.update_weights), with the sender guarded
-        started = time.time()
-        future = await self._execute_method("update_weights_from_ipc", non_block=True,
-                                            kwargs={**kwargs, "use_shm": self.use_shm})
-        sender = GuardedSender(zmq_handle=self.zmq_handle,
-                               bucket_size_mb=self.config.checkpoint_engine.update_weights_bucket_megabytes,
-                               use_shm=self.use_shm, check=receiver_check(future), timeout=sync_timeout())
-        await sender.async_send_weights(weights)
-        await future
-        await self.server_handle.clear_kv_cache.remote()
-        if global_steps is not None:
-            await self.server_handle.set_global_steps.remote(global_steps)
-        if self.replica_rank == 0 and self.rollout_rank == 0:
-            logger.info("weights synced to vLLM in %.2fs", time.time() - started)

@@ -19,5 +19,5 @@ def register() -> None:
 
     base._ROLLOUT_REGISTRY[(NAME, "async")] = "agentrl.verl.cpu.rollout.CpuServerAdapter"
     # verl's vLLM rollout, with a weight sync that fails with its cause instead of hanging (GPU and CPU alike)
-    base._ROLLOUT_REGISTRY[("vllm", "async")] = "agentrl.verl.weight_sync.GuardedServerAdapter"
+    base._ROLLOUT_REGISTRY[("vllm", "async")] = "agentrl.verl.vllm_adapter.GuardedServerAdapter"
     RolloutReplicaRegistry.register(NAME, _load_replica)
