@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install (if needed), lint with ruff (config in pyproject.toml), then run the whole test suite, the
 # end-to-end verl training test included. Then, in the second environment (.venv-vllm, scripts/install.sh
-# --vllm), tests/vllm: verl's vLLM rollout training the demo on this machine's CPU, and the vLLM eval engine.
+# --vllm), tests/cpu_vllm: verl's vLLM rollout training the demo on this machine's CPU, and the vLLM eval engine.
 # With arguments, only pytest in .venv runs, with them (AGENTRL_TEST_VLLM=0 skips the vLLM part of a full run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,5 +14,5 @@ fi
 status=0
 .venv/bin/python -m pytest -q -p no:cacheprovider || status=$?
 bash scripts/install.sh --vllm
-.venv-vllm/bin/python -m pytest -q -p no:cacheprovider tests/vllm || status=$((status ? status : $?))
+.venv-vllm/bin/python -m pytest -q -p no:cacheprovider tests/cpu_vllm || status=$((status ? status : $?))
 exit "$status"

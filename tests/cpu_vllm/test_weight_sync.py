@@ -3,7 +3,7 @@
 verl's own receiver (``BucketedWeightReceiver``, what vLLM's worker runs) talks to the guarded sender over a real
 ZMQ socket and shared memory, as in a CPU run. The receiving Ray call is stood in for by a concurrent Future,
 which is what the guard reads from the real ``ObjectRef`` (``ref.future()``). The run-level check (a vLLM whose
-weights cannot load stops `agentrl train` with the cause) is in tests/vllm.
+weights cannot load stops `agentrl train` with the cause) is in tests/cpu_vllm.
 """
 
 from __future__ import annotations
