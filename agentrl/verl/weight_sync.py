@@ -37,22 +37,30 @@ def sync_timeout() -> float:
 
 
 class _GuardedSocket:
-    """A ZMQ socket whose ``recv`` gives up when ``check`` raises or ``timeout`` seconds pass."""
+    """A ZMQ socket whose sends and receives give up when ``check`` raises or ``timeout`` seconds pass. (A REQ
+    socket's send blocks too, until a receiver has connected: a vLLM worker that failed first never does.)"""
 
     def __init__(self, socket: zmq.Socket, check: Callable[[], None], timeout: float) -> None:
         self._socket = socket
         self._check = check
         self._timeout = timeout
 
-    def recv(self, *args: Any, **kwargs: Any) -> Any:
+    def _wait(self, event: int, what: str) -> None:
         deadline = time.monotonic() + self._timeout
-        while not self._socket.poll(POLL_MS, zmq.POLLIN):
+        while not self._socket.poll(POLL_MS, event):
             self._check()
             if time.monotonic() > deadline:
                 raise WeightSyncError(
-                    f"the rollout server did not acknowledge a weight bucket within {self._timeout:.0f} s "
-                    f"(AGENTRL_WEIGHT_SYNC_TIMEOUT); its receiving call has not returned either")
+                    f"the rollout server did not {what} within {self._timeout:.0f} s (AGENTRL_WEIGHT_SYNC_TIMEOUT); "
+                    f"its receiving call has not returned either")
+
+    def recv(self, *args: Any, **kwargs: Any) -> Any:
+        self._wait(zmq.POLLIN, "acknowledge a weight bucket")
         return self._socket.recv(*args, **kwargs)
+
+    def send_pyobj(self, *args: Any, **kwargs: Any) -> Any:
+        self._wait(zmq.POLLOUT, "connect to take the weights")
+        return self._socket.send_pyobj(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._socket, name)

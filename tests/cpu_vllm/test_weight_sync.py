@@ -79,6 +79,42 @@ def test_a_receiver_that_fails_stops_the_sync_with_its_error_at_once():
 def test_a_receiver_that_never_answers_runs_out_of_time():
     never: Future = Future()  # nothing connects and the receiving call never returns
     started = time.monotonic()
-    with pytest.raises(WeightSyncError, match="did not acknowledge a weight bucket within 2 s"):
+    with pytest.raises(WeightSyncError, match="did not connect to take the weights within 2 s"):
         send(handle(), never, timeout=2)
+    assert time.monotonic() - started < 30
+
+
+def test_the_receivers_own_error_is_not_replaced_by_its_cleanup():
+    from agentrl.verl.vllm_compat import receiver_keeps_the_cause
+
+    receiver_keeps_the_cause()  # what agentrl's vLLM plugin does in every vLLM process
+
+    def fail(ws, last):
+        raise AttributeError("'Parameter' object has no attribute 'weight_loader'")
+
+    zmq_handle = handle()
+    future = receive_in_thread(zmq_handle, fail)
+    with pytest.raises(WeightSyncError):
+        send(zmq_handle, future, timeout=60)
+    assert isinstance(future.exception(timeout=10), AttributeError)  # not "cannot close exported pointers exist"
+
+
+def test_a_receiver_that_takes_a_bucket_and_never_acknowledges_runs_out_of_time():
+    import zmq
+
+    zmq_handle = handle()
+    stuck: Future = Future()  # its receiving call never returns
+
+    def connect_and_stall() -> None:
+        time.sleep(0.2)
+        socket = zmq.Context.instance().socket(zmq.REP)
+        socket.connect(zmq_handle)
+        socket.recv_pyobj()  # the shared-memory bucket's name; no reply ever
+        time.sleep(10)
+        socket.close(linger=0)
+
+    threading.Thread(target=connect_and_stall, daemon=True).start()
+    started = time.monotonic()
+    with pytest.raises(WeightSyncError, match="did not acknowledge a weight bucket within 2 s"):
+        send(zmq_handle, stuck, timeout=2)
     assert time.monotonic() - started < 30
