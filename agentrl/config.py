@@ -85,6 +85,9 @@ class AgentrlSettings(BaseModel):
     lora: LoraSettings = LoraSettings()
     agent: AgentSettings = AgentSettings()
     device: Literal["auto", "cpu", "gpu"] = "auto"
+    rollout: Literal["auto", "vllm", "transformers"] = Field(
+        "auto", description="verl's vLLM rollout, or agentrl's transformers rollout (CPU only); auto: vLLM where it "
+                            "is installed and a GPU is present, transformers otherwise")
     gpus_per_node: Optional[int] = Field(None, ge=1, description="GPUs per node (default: the GPUs visible here)")
     nodes: int = Field(1, ge=1, description="nodes of the Ray cluster (more than 1 needs RAY_ADDRESS)")
     run_dir: str = Field("runs/${name}", description="where the run's files go")

@@ -249,6 +249,13 @@ def train(config_path: str, overrides: list[str], out=sys.stdout, check_tools: b
             plan["lock"].close()
             raise
         print("\n".join(gpu_plan.describe_run(plan["settings"], plan["overrides"])), file=out, flush=True)
+    elif plan["overrides"].get("actor_rollout_ref.rollout.name") == "vllm":
+        from agentrl.verl import gpu_plan
+
+        problem = gpu_plan.cpu_vllm_problem()
+        if problem:
+            plan["lock"].close()
+            raise gpu_plan.GpuPlanError(f"agentrl.rollout=vllm on a machine with no GPU, but {problem}")
     address = ray_address()
     if address:  # a cluster started with `ray start`: it must be able to place the plan, or verl waits forever
         from agentrl.verl.cluster import check_cluster
@@ -282,7 +289,8 @@ def train(config_path: str, overrides: list[str], out=sys.stdout, check_tools: b
     cmd = [sys.executable, "-m", "verl.trainer.main_ppo", *to_cli(overrides)]
     (run_dir / "logs" / f"command.{attempt}.json").write_text(json.dumps(cmd, indent=1))
     print(f"agentrl: training {plan['settings'].name} for {plan['total_steps']} steps on "
-          f"{'CPU' if plan['cpu'] else 'GPU'}; run directory {run_dir}", file=out, flush=True)
+          f"{'CPU' if plan['cpu'] else 'GPU'} with the {plan['overrides'].get('actor_rollout_ref.rollout.name')} rollout; "
+          f"run directory {run_dir}", file=out, flush=True)
     log = open(RunDir(run_dir).training_log, "ab", buffering=0)
     log.write(f"\n===== attempt {attempt} {time.strftime('%Y-%m-%d %H:%M:%S')} =====\n".encode())
     guard_cmd = [sys.executable, "-m", "agentrl.guard", "--lock-fd", str(lock.fileno()), "--", *cmd]

@@ -24,6 +24,14 @@ rollouts (verl's generation phase), the share no rollout is in flight (the rollo
 reward of every step of both, so the async run is seen to learn too.
 
     .venv/bin/python benchmarks/bench_train.py --off-policy [--steps 10] [--delay 0.3] [--repeat 1]
+
+With --rollouts, the demo trains once with each rollout, in this order, in one invocation, and a table puts them
+side by side: start-up (command to first rollout), steady s/step, generation s/step, response tokens/s while
+generating, and the peak resident memory of the whole process tree (agentrl, verl, Ray, vLLM; summed RSS, so
+shared pages count more than once). verl's vLLM rollout needs the .venv-vllm environment (scripts/install.sh
+--vllm), which also has the transformers rollout:
+
+    .venv-vllm/bin/python benchmarks/bench_train.py --rollouts vllm,transformers [--steps 4]
 """
 
 from __future__ import annotations
@@ -59,7 +67,11 @@ def train(run: Path, steps: int, env: dict | None = None, extra: tuple = ()) -> 
     print("running:", " ".join(cmd), " ".join(f"{k}={v}" for k, v in (env or {}).items()), flush=True)
     starts = _command_starts(run)
     started = time.time()
-    code = subprocess.run(cmd, env={**os.environ, **(env or {})}).returncode
+    proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})})
+    peak = _watch_memory(proc)
+    code = proc.returncode
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "bench_peak_rss.json").write_text(json.dumps({"bytes": peak}))
     attempts = _attempts(run)
     if attempts:  # the attempt this command launched (none when it failed before launching verl)
         starts[str(attempts[-1][0])] = started
@@ -68,6 +80,56 @@ def train(run: Path, steps: int, env: dict | None = None, extra: tuple = ()) -> 
         print("training failed; see", run / "training.log")
         return False
     return True
+
+
+def _watch_memory(proc: subprocess.Popen, every: float = 0.5) -> int:
+    """Wait for ``proc``; the largest summed RSS of it and all its descendants seen on the way."""
+    import psutil
+
+    peak = 0
+    root = psutil.Process(proc.pid)
+    while proc.poll() is None:
+        total = 0
+        try:
+            tree = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            tree = []
+        for p in tree:
+            try:
+                total += p.memory_info().rss
+            except psutil.Error:
+                pass
+        peak = max(peak, total)
+        time.sleep(every)
+    return peak
+
+
+def compare_rollouts(folder: Path, rollouts: list[str], steps: int) -> int:
+    """Train the demo with each rollout and print them side by side."""
+    rows = []
+    for rollout in rollouts:
+        run = folder / rollout
+        if not train(run, steps, extra=(f"agentrl.rollout={rollout}",)):
+            return 1
+        print(f"\n== {rollout} rollout")
+        ups, step_s, _ = analyse(run)
+        metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
+        rollouts_ = [json.loads(line) for line in (run / "rollouts.jsonl").read_text().splitlines() if line.strip()]
+        steady = [m for m in metrics if not m.get("validation") and m["step"] > 1]
+        gen = statistics.fmean(m["verl"].get("timing_s/gen", 0.0) for m in steady)
+        tokens = sum(r["response_tokens"] for r in rollouts_ if not r.get("validation") and r["step"] > 1)
+        corr = [m["verl"].get("training/rollout_actor_probs_pearson_corr") for m in metrics if not m.get("validation")]
+        peak = json.loads((run / "bench_peak_rss.json").read_text())["bytes"]
+        rows.append((rollout, ups[0]["from_command"] if ups else float("nan"), step_s, gen,
+                     tokens / max(1e-9, gen * len(steady)), peak / 2**30, min(c for c in corr if c is not None)))
+    print(f"\n{'rollout':>12} {'start-up_s':>10} {'step_s':>7} {'gen_s':>6} {'tokens/s':>8} {'peak_GiB':>8} "
+          f"{'min_corr':>8}")
+    for r in rows:
+        print(f"{r[0]:>12} {r[1]:10.1f} {r[2]:7.2f} {r[3]:6.2f} {r[4]:8.0f} {r[5]:8.1f} {r[6]:8.4f}")
+    print("start-up: `agentrl train` to the first rollout; step_s, gen_s: steady steps (the first left out); "
+          "tokens/s: response tokens over generation time; peak: summed RSS of the process tree; min_corr: the "
+          "lowest of verl's rollout-vs-actor log-prob correlation over the steps")
+    return 0
 
 
 def _command_starts(run: Path) -> dict[str, float]:
@@ -230,12 +292,15 @@ def main() -> int:
     ap.add_argument("--run", help="analyse this finished run directory instead of training")
     ap.add_argument("--no-baseline", action="store_true",
                     help="skip the baseline run (verl's 2 s replay-buffer poll and its 8 reward-loop workers)")
+    ap.add_argument("--rollouts", help="compare rollouts instead, e.g. vllm,transformers (needs .venv-vllm for vllm)")
     args = ap.parse_args()
     if args.run:
         return 0 if analyse(Path(args.run)) else 1
     folder = Path(args.keep or tempfile.mkdtemp(prefix="agentrl-bench-"))
     if args.off_policy:
         return off_policy(args, folder)
+    if args.rollouts:
+        return compare_rollouts(folder, args.rollouts.split(","), args.steps)
     results = {}
     for name, env, extra in [("agentrl", None, ()), ("baseline", BASELINE, BASELINE_OVERRIDES)]:
         if name == "baseline" and args.no_baseline:

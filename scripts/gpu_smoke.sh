@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # GPU smoke run for a Linux machine with one NVIDIA GPU (driver for CUDA 13.0, i.e. >= 580). NOT run in CI:
 # CI machines have no GPU. What it does, in order, and where it stops if a step fails:
-#   1. installs the `gpu` extra into ./.venv-gpu (torch 2.13.0 CUDA 13.0 build, vLLM 0.27–0.31, verl 0.9.1),
-#      kept apart from the CPU ./.venv, and checks torch sees the GPU;
+#   1. installs ./.venv-vllm with `scripts/install.sh --vllm` (the install a CPU machine uses for vLLM's CPU build;
+#      with a GPU it takes the `gpu` extra: torch 2.13.0 CUDA 13.0 build, vLLM 0.27–0.31, verl 0.9.1), kept apart
+#      from the CPU ./.venv, and checks torch sees the GPU;
 #   2. builds the demo's small model and arithmetic data offline (agentrl demo build; nothing is downloaded);
 #   3. `agentrl train configs/demo.yaml --dry-run` with the GPU plan (1 GPU, vLLM, sdpa unless flash_attn imports);
 #   4. trains STEPS steps (default 4) with verl's vLLM rollout and the calculator MCP tool;
@@ -12,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STEPS="${1:-4}"; shift || true
-VENV="${AGENTRL_GPU_VENV:-$PWD/.venv-gpu}"
+VENV="${AGENTRL_VLLM_VENV:-$PWD/.venv-vllm}"
 RUN="${AGENTRL_SMOKE_RUN:-$PWD/runs/gpu-smoke}"
 export HF_HUB_OFFLINE=1 WANDB_MODE=disabled LITELLM_LOCAL_MODEL_COST_MAP=True
 export AGENTRL_HOME="${AGENTRL_HOME:-$PWD/.cache-gpu-smoke}"
@@ -20,11 +21,7 @@ export AGENTRL_HOME="${AGENTRL_HOME:-$PWD/.cache-gpu-smoke}"
 command -v nvidia-smi >/dev/null || { echo "gpu_smoke: no nvidia-smi: this script needs an NVIDIA GPU" >&2; exit 2; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 
-PY="${PYTHON:-python3.11}"
-[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-# The extra's pins decide torch: 2.13.0 from the package registry, which is the CUDA 13.0 build.
-"$VENV/bin/python" -m pip install --quiet -e ".[gpu,test]" -e plugins/agentrl-calculator
-"$VENV/bin/python" -m pip check
+AGENTRL_VLLM_VENV="$VENV" bash scripts/install.sh --vllm
 "$VENV/bin/python" - <<'EOF'
 import importlib.metadata as md, torch
 assert torch.cuda.is_available(), f"torch {torch.__version__} does not see a GPU (CUDA build: {torch.version.cuda})"
@@ -47,6 +44,8 @@ run, steps, wall = pathlib.Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 metrics = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines() if l.strip()]
 train = [m for m in metrics if m.get("step_time") is not None]
 assert len(train) >= steps, f"{len(train)} training steps in metrics.jsonl, expected {steps}"
+corr = [m.get("verl", {}).get("training/rollout_actor_probs_pearson_corr") for m in train]
+assert all(c is not None and c >= 0.99 for c in corr), f"vLLM's log-probs against the actor's, per step: {corr}"
 rollouts = [json.loads(l) for l in (run / "rollouts.jsonl").read_text().splitlines() if l.strip()]
 rollouts = [r for r in rollouts if not r.get("validation")]
 assert rollouts and any(r["tool_calls"] for r in rollouts), "no rollout called the calculator"

