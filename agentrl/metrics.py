@@ -240,6 +240,14 @@ def _recover_lost_steps(run_dir: Path, step: int) -> None:
     _write_atomic(RunDir(run_dir).metrics, "".join(json.dumps(m) + "\n" for m in metrics))
 
 
+def place_trained(run_dir: Path, group_size: int) -> None:
+    """Before a resume: place the rollouts of every group an earlier attempt trained but whose watcher died
+    before placing them (off-policy runs), so that rewinding and recovering lost steps see them."""
+    import io
+
+    Watcher(run_dir, 0, 0, out=io.StringIO(), group_size=group_size)._place_trained()
+
+
 def _fmt(value: Any) -> str:
     return f"{value:.3f}" if isinstance(value, (int, float)) else "n/a"
 

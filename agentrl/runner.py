@@ -269,6 +269,7 @@ def train(config_path: str, overrides: list[str], out=sys.stdout, check_tools: b
     lock = plan["lock"]
     attempt = _attempt_number(run_dir)
     run_metrics.check_checkpoint(run_dir)  # a checkpoint verl finished after its watcher died counts too
+    run_metrics.place_trained(run_dir, plan["settings"].samples_per_prompt)  # and rollouts it had not placed
     resume = run_metrics.last_complete_checkpoint(run_dir)
     if resume:
         if resume["step"] >= plan["total_steps"]:

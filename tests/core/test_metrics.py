@@ -247,3 +247,25 @@ def test_a_restart_with_no_checkpoint_sets_aside_every_step_the_last_attempt_wro
     assert read_jsonl(tmp_path / "metrics.jsonl")[0] == [] and read_jsonl(tmp_path / "rollouts.jsonl")[0] == []
     aside = [(r["step"], r["validation"]) for r in read_jsonl(tmp_path / "logs" / "rewound.2.metrics.jsonl")[0]]
     assert aside == [(0, True), (1, False), (2, False)]
+
+
+def test_a_resume_places_what_the_dead_watcher_had_not_and_recovers_its_step(tmp_path):
+    """Off-policy: the attempt was killed after verl checkpointed and logged step 1 but before its watcher
+    placed step 1's rollouts or wrote its line. Before rewinding, the resume places them, so step 1's line is
+    rebuilt from them ("recovered") and step 2, past the checkpoint, is set aside."""
+    from agentrl.metrics import place_trained, rewind
+    from agentrl.rundir import RunDir
+
+    run = RunDir(tmp_path)
+    run.logs.mkdir()
+    for n in range(2):
+        append_jsonl(run.generated, _generated("a", n, drawn=1, version=0))
+        append_jsonl(run.generated, _generated("b", n, drawn=1, version=0))
+    append_jsonl(run.trained, {"step": 1, "groups": ["a"]})
+    append_jsonl(run.trained, {"step": 2, "groups": ["b"]})
+    place_trained(tmp_path, group_size=2)
+    rewind(tmp_path, 1, attempt=2)
+    lines = read_jsonl(run.metrics)[0]
+    assert [(m["step"], m.get("recovered")) for m in lines] == [(1, True)] and lines[0]["rollouts"] == 2
+    assert sorted({r["step"] for r in read_jsonl(run.rollouts)[0]}) == [1]
+    assert [r["step"] for r in read_jsonl(run.trained)[0]] == [1]
