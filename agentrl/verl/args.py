@@ -103,14 +103,10 @@ def cpu_ranks(settings: AgentrlSettings) -> Ranks:
 
 def per_rank_sequences(settings: AgentrlSettings, ranks: Ranks) -> int:
     """Sequences each rank trains on a step; verl splits the step's batch evenly over the ranks."""
-    sequences = settings.batch_size * settings.samples_per_prompt
-    if sequences % ranks.world:
-        step = ranks.world // math.gcd(ranks.world, settings.samples_per_prompt)
-        raise PlanError(
-            f"agentrl.batch_size={settings.batch_size} × samples_per_prompt={settings.samples_per_prompt} = "
-            f"{sequences} sequences a step cannot be split evenly over {ranks.world} trainer ranks "
-            f"({ranks.nodes} node(s) × {ranks.per_node} GPU(s)); set agentrl.batch_size to a multiple of {step}")
-    return sequences // ranks.world
+    from agentrl.verl.gpu_plan import split_batch
+
+    return split_batch(settings, ranks.world, f"{ranks.world} trainer ranks ({ranks.nodes} node(s) × "
+                                              f"{ranks.per_node} GPU(s))", PlanError)
 
 
 def on_cpu(settings: AgentrlSettings) -> bool:

@@ -197,15 +197,23 @@ def plan_gpus(settings: Any, *, visible: int | None = None, flash_attn: bool | N
     return GpuPlan(gpus_per_node=gpus, nodes=nodes, attention=attention, ray_address=ray_address, notes=notes)
 
 
-def check_batch(settings: Any, plan: GpuPlan) -> None:
-    """Every GPU must get whole sequences: verl splits each step's batch evenly across all of them."""
+def split_batch(settings: Any, world: int, ranks: str, error: type[Exception]) -> int:
+    """Sequences each of ``world`` trainer ranks gets a step: verl splits the step's batch evenly over them, so
+    it must divide; ``error`` (naming the ``ranks``) says which batch_size would."""
     sequences = settings.batch_size * settings.samples_per_prompt
-    if sequences % plan.total_gpus:
-        step = plan.total_gpus // math.gcd(plan.total_gpus, settings.samples_per_prompt)
-        raise GpuPlanError(
+    if sequences % world:
+        step = world // math.gcd(world, settings.samples_per_prompt)
+        raise error(
             f"agentrl.batch_size={settings.batch_size} × samples_per_prompt={settings.samples_per_prompt} = "
-            f"{sequences} sequences a step cannot be split evenly over {plan.total_gpus} GPUs "
-            f"({plan.nodes} node(s) × {plan.gpus_per_node}); set agentrl.batch_size to a multiple of {step}")
+            f"{sequences} sequences a step cannot be split evenly over {ranks}; set agentrl.batch_size to a "
+            f"multiple of {step}")
+    return sequences // world
+
+
+def check_batch(settings: Any, plan: GpuPlan) -> None:
+    """Every GPU must get whole sequences."""
+    split_batch(settings, plan.total_gpus,
+                f"{plan.total_gpus} GPUs ({plan.nodes} node(s) × {plan.gpus_per_node})", GpuPlanError)
 
 
 def gpu_overrides(settings: Any, plan: GpuPlan) -> dict[str, Any]:
