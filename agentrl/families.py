@@ -78,29 +78,28 @@ _QWEN3_CODER_CALL = re.compile(r"^\s*<function=([^>\n]+)>\s*((?:<parameter=[^>\n
                                re.DOTALL)
 
 
-def _qwen3_coder_malformed(text: str) -> list[str]:
-    bad = []
-    for block in _TOOL_CALL.findall(text):
-        if not _QWEN3_CODER_CALL.match(block):
-            bad.append("inside <tool_call> write <function=NAME>, then each argument as <parameter=KEY>VALUE</parameter>, "
-                       "then </function>")
-    if text.count("<tool_call>") > text.count("</tool_call>"):
-        bad.append("<tool_call> is not closed with </tool_call>")
-    return bad
+def _tagged_malformed(call: re.Pattern, how: str):
+    """A finder of broken calls in a format that wraps each call's own markup in <tool_call>…</tool_call>:
+    a block ``call`` does not match, or an unclosed <tool_call>; ``how`` says how a call is written."""
+    def find(text: str) -> list[str]:
+        bad = [how for block in _TOOL_CALL.findall(text) if not call.match(block)]
+        if text.count("<tool_call>") > text.count("</tool_call>"):
+            bad.append("<tool_call> is not closed with </tool_call>")
+        return bad
+    return find
+
+
+_qwen3_coder_malformed = _tagged_malformed(
+    _QWEN3_CODER_CALL, "inside <tool_call> write <function=NAME>, then each argument as "
+                       "<parameter=KEY>VALUE</parameter>, then </function>")
 
 
 _GLM_CALL = re.compile(r"^\s*([^<>\n]+?)\s*((?:<arg_key>[^<]*</arg_key>\s*<arg_value>.*?</arg_value>\s*)*)$", re.DOTALL)
 
 
-def _glm_malformed(text: str) -> list[str]:
-    bad = []
-    for block in _TOOL_CALL.findall(text):
-        if not _GLM_CALL.match(block):
-            bad.append("inside <tool_call> write the function name, then each argument as "
-                       "<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>")
-    if text.count("<tool_call>") > text.count("</tool_call>"):
-        bad.append("<tool_call> is not closed with </tool_call>")
-    return bad
+_glm_malformed = _tagged_malformed(
+    _GLM_CALL, "inside <tool_call> write the function name, then each argument as "
+               "<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>")
 
 
 def llama_json_calls(text: str) -> list[dict] | None:
