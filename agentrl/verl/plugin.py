@@ -8,6 +8,7 @@ It registers, through verl's own registries and nothing patched on disk:
   that fails with its cause instead of hanging);
 - the ``agentrl`` agent loop (multi-turn, MCP tools, agentrl rewards);
 - the ``agentrl_grpo`` advantage estimator (unscorable rollouts kept out of their group);
+- gloo's address on a cluster of several machines (``agentrl.verl.gloo``): the interface of the Ray node's;
 - the replay buffer's poll interval (``agentrl.verl.pacing``): steps no longer wait on a 2-second poll.
 
 verl swallows plugin import errors at DEBUG level, so failures are logged here at ERROR level with
@@ -34,6 +35,9 @@ def _load() -> None:
     except Exception:
         logger.exception("agentrl: could not register the CPU platform and rollout with verl")
         raise
+    from agentrl.verl import gloo
+
+    gloo.install()  # after the CPU platform's own wrapper, which it wraps
     from agentrl.verl import pacing as verl_pacing
 
     verl_pacing.install()

@@ -3,6 +3,7 @@ over nodes and ranks, and what a cluster must have to place a plan. tests/e2e/te
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,22 @@ def test_sizing_a_cluster_the_run_attaches_to_is_an_error_before_ray(monkeypatch
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
     with pytest.raises(PlanError, match=r"ray_kwargs.ray_init.num_cpus cannot be set .* `ray start --num-cpus=N"):
         cpu_overrides(settings(), {"ray_kwargs": {"ray_init": {"num_cpus": 32}}})
+
+
+def test_gloo_binds_the_interface_of_the_ray_nodes_address_unless_the_user_chose_one(monkeypatch):
+    """gloo would advertise what the host name resolves to (127.0.0.1 on this machine): the wrapper picks the
+    interface holding the Ray node's address before the process group is made, and leaves a user's
+    GLOO_SOCKET_IFNAME alone. The cross-host run itself is tests/e2e/test_two_nodes.py."""
+    from agentrl.verl import gloo
+
+    assert gloo.interface_for("127.0.0.1") == "lo"
+    assert gloo.interface_for("192.0.2.77") is None  # an address no interface here holds
+    assert gloo.node_interface() is None  # not in a Ray worker: gloo's own choice stands
+    seen = []
+    wrapped = gloo._with_node_interface(lambda *a, **k: seen.append(os.environ.get("GLOO_SOCKET_IFNAME")))
+    monkeypatch.setattr(gloo, "node_interface", lambda: "lo")
+    monkeypatch.delenv("GLOO_SOCKET_IFNAME", raising=False)
+    wrapped("gloo")
+    monkeypatch.setenv("GLOO_SOCKET_IFNAME", "eth7")
+    wrapped("gloo")
+    assert seen == ["lo", "eth7"]

@@ -1,7 +1,8 @@
 """End to end on a two-node Ray cluster started with `ray start`, as the README's "More than one machine" does.
 
 Both nodes run on this machine (8 CPUs and 1 logical GPU each, standing in for two 1-GPU machines; the CPU path
-trains on a logical GPU), with token authentication on, as Ray 2.60 has it once a token exists. `agentrl train`
+trains on a logical GPU), each on a host of its own where it can be made (a network namespace with its own
+address, see ray_cluster.py; `agentrl train` runs on the head host), with token authentication on, as Ray 2.60 has it once a token exists. `agentrl train`
 attaches through RAY_ADDRESS with `agentrl.nodes=2`: one trainer rank on each node. One run lives through two
 attempts: killed with `kill -9` in the middle of step 2, before its first checkpoint, then run again to the end.
 What only a real cluster shows: verl's metrics reach the run directory from workers whose environment is the
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ray_cluster import RayCluster  # tests/e2e/ray_cluster.py (pytest puts this folder on sys.path)
+from ray_cluster import RayCluster, hosts_possible  # tests/e2e/ray_cluster.py (pytest puts it on sys.path)
 
 AGENTRL = [sys.executable, "-m", "agentrl.cli"]
 STEPS = 12  # steps take about a second here: enough of them that the kill lands mid-run
@@ -30,13 +31,14 @@ import ray
 from ray._private import state
 ray.init(address=sys.argv[1], logging_level=logging.ERROR, log_to_driver=False, configure_logging=False)
 print(json.dumps({"nodes": [n["NodeID"] for n in ray.nodes() if n["Alive"]],
+                  "addresses": [n["NodeManagerAddress"] for n in ray.nodes() if n["Alive"]],
                   "actors": [{"id": a["ActorID"], "cls": a["ActorClassName"], "state": a["State"],
                               "node": a["Address"]["NodeID"]} for a in state.actors().values()]}))
 """
 
 
 def cluster_state(cluster: RayCluster) -> dict:
-    done = subprocess.run([sys.executable, "-c", ACTORS, cluster.address], env=cluster.env, capture_output=True,
+    done = subprocess.run([*cluster.prefix, sys.executable, "-c", ACTORS, cluster.address], env=cluster.env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -66,18 +68,21 @@ def cluster_run(tmp_path_factory, demo):
         "batch_size": 2, "samples_per_prompt": 4, "max_steps": STEPS,  # one checkpoint, at the end
         "max_prompt_length": 256, "max_response_length": 32, "learning_rate": 5e-4, "run_dir": str(run),
         "agent": {"max_turns": 1}}}))
-    result: dict = {"run": run}
-    with RayCluster(nodes=2, cpus=8, gpus=1) as cluster:
+    no_hosts = hosts_possible()
+    result: dict = {"run": run, "no_hosts": no_hosts}
+    with RayCluster(nodes=2, cpus=8, gpus=1, hosts=not no_hosts) as cluster:
         env = {**cluster.env, "PYTHONUNBUFFERED": "1"}
+        result["ips"] = cluster.ips
+        agentrl = [*cluster.prefix, *AGENTRL]
         # a plan the cluster cannot place (two logical GPUs a node) stops before verl, saying what is missing
-        refused = subprocess.run(AGENTRL + ["train", str(config), "agentrl.gpus_per_node=2"], capture_output=True,
+        refused = subprocess.run(agentrl + ["train", str(config), "agentrl.gpus_per_node=2"], capture_output=True,
                                  text=True, env=env, cwd=root, timeout=300)
         result["refused"] = (refused.returncode, refused.stdout + refused.stderr)
         result["refused_started_verl"] = (run / "training.log").exists()
-        dry = subprocess.run(AGENTRL + ["train", str(config), "--dry-run"], capture_output=True, text=True, env=env,
+        dry = subprocess.run(agentrl + ["train", str(config), "--dry-run"], capture_output=True, text=True, env=env,
                              cwd=root, timeout=300)
         result["dry_run"] = (dry.returncode, dry.stdout + dry.stderr)
-        first = subprocess.Popen(AGENTRL + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        first = subprocess.Popen(agentrl + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  text=True, env=env, cwd=root)
         deadline = time.monotonic() + 1200
         verl_log = run / "logs" / "verl_metrics.1.jsonl"  # verl's own metrics file: step 1 done, step 2 under way
@@ -98,7 +103,7 @@ def cluster_run(tmp_path_factory, demo):
         result["after_kill"], result["seconds_to_clean"] = after, time.monotonic() - killed_at
         before = {a["id"] for a in after["actors"]}
 
-        second = subprocess.run(AGENTRL + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        second = subprocess.run(agentrl + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, env=env, cwd=root, timeout=1500)
         result["rc2"], result["out2"] = second.returncode, second.stdout
         result["second_actors"] = [a for a in cluster_state(cluster)["actors"] if a["id"] not in before]
@@ -111,6 +116,14 @@ def cluster_run(tmp_path_factory, demo):
 def test_the_killed_attempt_was_mid_step_before_its_first_checkpoint(cluster_run):
     assert cluster_run["running_at_kill"], cluster_run["out1"][-3000:]
     assert not cluster_run["checkpoint_at_kill"]
+
+
+def test_the_nodes_are_two_hosts(cluster_run):
+    """Two addresses, one a node: gloo, Ray's object transfers and the run's files cross between hosts."""
+    if cluster_run["no_hosts"]:
+        pytest.skip(f"two hosts cannot be made here ({cluster_run['no_hosts']}): both nodes ran on 127.0.0.1")
+    nodes = cluster_run["at_kill"]["addresses"]
+    assert sorted(nodes) == sorted(cluster_run["ips"]) and len(set(nodes)) == 2
 
 
 def test_kill_9_leaves_no_actor_alive_and_both_nodes_up(cluster_run):
