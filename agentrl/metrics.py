@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from agentrl.rundir import RunDir
 from agentrl.runlog import append_jsonl, read_jsonl
-from agentrl.verl.metric_names import SCORE_MEAN, TRAINING_PREFIXES, VALIDATION_PREFIX, VERL_KEYS
+from agentrl.verl.metric_names import SCORE_MEAN, TRAINING_PREFIXES, VALIDATION_PREFIX, VERL_FALLBACKS, VERL_KEYS
 
 
 def _finite(x: Any) -> float | None:
@@ -378,6 +378,7 @@ class Watcher:
         if line["reward_mean"] is None and not rollouts:
             line["reward_mean"] = _finite(data.get(SCORE_MEAN))
         for ours, theirs in VERL_KEYS.items():
+            theirs = theirs if theirs in data else VERL_FALLBACKS.get(ours, theirs)
             if theirs in data:
                 line[ours] = _finite(data[theirs])
         line["verl"] = {k: _finite(v) for k, v in data.items() if not k.startswith("val") and _finite(v) is not None}

@@ -35,6 +35,20 @@ CPU_DEFAULTS: dict[str, Any] = {
     "actor_rollout_ref.rollout.agent.num_workers": 1,
 }
 
+# With agentrl's own CPU rollout (not verl's vLLM one): that rollout samples in float32 with the very weights the
+# actor holds, synced before every step, and returns each token's log-probability under the whole temperature-scaled
+# distribution, which is what verl's old-log-prob pass computes again, a forward pass over the batch (about a
+# seventh of a synchronous step here, a quarter of an off-policy one, where it competes with generation for the
+# cores). verl's bypass mode takes the rollout's log-probs as PPO's anchor instead (pi_old = pi_rollout). Off-policy
+# they are the behaviour policy token by token, a partial rollout's tokens under the weights that sampled each.
+# `algorithm.rollout_correction.bypass_mode=false` brings the pass back.
+CPU_ROLLOUT_DEFAULTS: dict[str, Any] = {
+    "algorithm.rollout_correction.bypass_mode": True,
+    # the skipped pass is where verl measures the policy's entropy; the update's forward pass measures it instead
+    # (actor/entropy_loss, read as metrics.jsonl's entropy)
+    "actor_rollout_ref.actor.calculate_entropy": True,
+}
+
 # Only for a Ray cluster that the run starts itself: ray.init() refuses to size a cluster it attaches to
 # (RAY_ADDRESS), whose nodes declare their CPUs and logical GPUs at `ray start`.
 LOCAL_RAY_KEYS = ("+ray_kwargs.ray_init.num_gpus", "ray_kwargs.ray_init.num_cpus", "+ray_kwargs.ray_init.include_dashboard")
@@ -202,6 +216,8 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
             chosen["actor_rollout_ref.model.lora.merge"] = True
     chosen.update(off_policy_overrides(s))
     merged = dict(CPU_DEFAULTS) if cpu else {}
+    if cpu and not cpu_vllm:
+        merged.update(CPU_ROLLOUT_DEFAULTS)
     merged.update(chosen)
     if cpu:
         ranks = cpu_ranks(settings)

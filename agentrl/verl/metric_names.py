@@ -25,6 +25,9 @@ VERL_KEYS = {
     "verl_score_mean": "critic/score/mean",
 }
 
+# read when the first name is missing: with bypass mode (agentrl's CPU rollout) verl measures entropy in the update
+VERL_FALLBACKS = {"entropy": "actor/entropy_loss"}
+
 SCORE_MEAN = "critic/score/mean"  # the mean reward verl trained on (NaN-free only when nothing was unscorable)
 TRAINING_PREFIXES = ("actor/", "critic/")  # a line with these is a training step's
 VALIDATION_PREFIX = "val"  # val-core/..., val-aux/...: a validation pass

