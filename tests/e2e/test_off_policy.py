@@ -1,9 +1,10 @@
 """End to end: off-policy training (``agentrl.max_off_policy_steps: 1``) on verl's real trainer, killed with
 ``kill -9`` in the middle of a step and resumed, with a slow tool (the calculator answering 0.3 s late).
 
-One run, two attempts: the first is killed after verl drew step 2's batch and before step 2's checkpoint,
-while rollouts for step 3 are being generated; the second resumes from step 1's checkpoint to the end. The
-tests count prompts and groups: every step trained once, no prompt group trained twice, no prompt of the
+One run, three attempts, killed at two different points: the first after verl drew step 2's batch and before
+step 2's checkpoint, while rollouts for step 3 are being generated; the second (resumed from step 1's
+checkpoint) the moment step 3's checkpoint is complete, with the next batches drawn or being drawn; the third
+resumes from step 3's checkpoint to the end. The tests count prompts and groups: every step trained once, no prompt group trained twice, no prompt of the
 epoch skipped (the only prompts drawn and never trained are the last prefetched batch), and every training
 rollout in rollouts.jsonl once, at the step that trained it, with its staleness.
 """
@@ -20,7 +21,7 @@ import yaml
 
 from test_train import AGENTRL, alive, demo, read_jsonl, tracker_step, tree_of, wait_for  # noqa: F401 (demo: fixture)
 
-STEPS = 4
+STEPS = 5
 BATCH = 2
 GROUP = 4
 AHEAD = 1  # max_off_policy_steps
@@ -64,17 +65,30 @@ def killed_run(tmp_path_factory, demo):  # noqa: F811
         time.sleep(0.2)
     result["alive_after_kill"] = [p.cmdline() for p in alive(tree)]
 
-    second = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, env=env, cwd=root,
-                            timeout=1200)
-    result["out"], result["rc"] = second.stdout + second.stderr, second.returncode
+    second = subprocess.Popen(AGENTRL + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, env=env, cwd=root)
+    wait_for(lambda: tracker_step(run) == 3, 900, second, every=0.05)  # step 3's checkpoint just completed
+    tree = tree_of(second.pid)
+    second.kill()
+    result["out2"] = second.communicate(timeout=60)[0]
+    deadline = time.monotonic() + 60
+    while alive(tree) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    result["alive_after_kill2"] = [p.cmdline() for p in alive(tree)]
+    result["trained_at_kill2"] = trained_steps(run)  # once nothing of the attempt is left to write it
+
+    third = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, env=env, cwd=root,
+                           timeout=1200)
+    result["out"], result["rc"] = third.stdout + third.stderr, third.returncode
     return result
 
 
 def test_the_killed_run_resumes_and_finishes(killed_run):
     out = killed_run["out"]
-    assert killed_run["alive_after_kill"] == []
+    assert killed_run["alive_after_kill"] == [] and killed_run["alive_after_kill2"] == []
+    assert f"from checkpoint step {killed_run['step_at_kill']} of {STEPS}" in killed_run["out2"]
     assert killed_run["rc"] == 0, out
-    assert f"from checkpoint step {killed_run['step_at_kill']} of {STEPS}" in out
+    assert f"from checkpoint step 3 of {STEPS}" in out
     assert f"done, step {STEPS} of {STEPS}" in out
     assert "staleness" in out
 
@@ -92,6 +106,10 @@ def test_every_step_once_with_its_staleness(killed_run):
     assert trained_steps(run) == list(range(1, STEPS + 1))  # the killed attempt's step 2 was set aside
     aside = read_jsonl(run / "logs" / "rewound.2.trained.jsonl")
     assert [r["step"] for r in aside] == [2]
+    # the third attempt set aside what the second trained past step 3 (step 4, if verl drew it before the kill)
+    past = [s for s in killed_run["trained_at_kill2"] if s > 3]
+    aside = run / "logs" / "rewound.3.trained.jsonl"
+    assert ([r["step"] for r in read_jsonl(aside)] if aside.exists() else []) == past
 
 
 def test_no_prompt_trained_twice_or_skipped(killed_run):
@@ -112,8 +130,8 @@ def test_no_prompt_trained_twice_or_skipped(killed_run):
     trained_prompts = {r["prompt_id"] for r in rollouts}
     assert len(trained_prompts) == STEPS * BATCH  # no prompt trained twice in the epoch
 
-    # every prompt any attempt drew (the killed one's included) was trained, except the batch the run
-    # prefetched last: nothing in flight at the kill was lost
+    # every prompt any attempt drew (the killed ones' included) was trained, except the batch the run
+    # prefetched last: nothing in flight at either kill was lost
     drawn = {r["prompt_id"] for r in read_jsonl(run / "logs" / "generated.jsonl")}
     assert trained_prompts <= drawn
     assert len(drawn - trained_prompts) <= AHEAD * BATCH, sorted(drawn - trained_prompts)
