@@ -252,6 +252,9 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
         user = flatten(verl_part)
         merged.update(gp.runtime_env_overrides(gp.worker_env({**merged, **user}, plan)))
     merged.update(flatten(verl_part))
+    for key, value in merged.items():  # Ray refuses a runtime_env variable that is not a string, deep in ray.init
+        if key.lstrip("+").startswith(RUNTIME_ENV.lstrip("+")) and value is not None and not isinstance(value, str):
+            merged[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
     address = ray_address()
     sized = [k.lstrip("+") for k in merged if k.lstrip("+") in ("ray_kwargs.ray_init.num_cpus",
                                                                 "ray_kwargs.ray_init.num_gpus") and merged[k] is not None]

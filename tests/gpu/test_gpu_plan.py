@@ -267,3 +267,20 @@ def test_only_agentrls_cpu_rollout_takes_its_log_probs_as_ppos_anchor():
                            model_path="/m", train_file="/t", val_file=None, spec_path="/s", run_dir=Path("/run"),
                            cpu=True)
     assert mine["algorithm.rollout_correction.bypass_mode"] is False
+
+
+def test_a_users_runtime_env_variable_reaches_ray_as_a_string():
+    """`+ray_kwargs.ray_init.runtime_env.env_vars.OMP_NUM_THREADS=2` is read as the number 2, which Ray refuses
+    deep in ray.init (TypeError: env_vars must be of type Dict[str, str]); agentrl hands Ray the text."""
+    from agentrl.config import load_config
+    from agentrl.verl.args import to_cli
+
+    repo = Path(__file__).resolve().parents[2]
+    s, verl_part, _ = load_config(str(repo / "configs" / "demo.yaml"),
+                                  ["+ray_kwargs.ray_init.runtime_env.env_vars.OMP_NUM_THREADS=2",
+                                   "+ray_kwargs.ray_init.runtime_env.env_vars.SOME_FLAG=true"])
+    o = build_overrides(s, verl_part, model_path="/m", train_file="/t", val_file=None, spec_path="/s",
+                        run_dir=Path("/run"), cpu=True)
+    assert "+ray_kwargs.ray_init.runtime_env.env_vars.OMP_NUM_THREADS='2'" in to_cli(o)
+    env = compose(o).ray_kwargs.ray_init.runtime_env.env_vars
+    assert (env.OMP_NUM_THREADS, env.SOME_FLAG) == ("2", "true")
