@@ -216,7 +216,11 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
             chosen["actor_rollout_ref.model.lora.merge"] = True
     chosen.update(off_policy_overrides(s))
     merged = dict(CPU_DEFAULTS) if cpu else {}
-    if cpu and not cpu_vllm:
+    # LoRA with kl_coef > 0 keeps verl's pass: verl then computes the reference log-probs with the actor's own
+    # adapters switched off, and without the old-log-prob pass before it the update fails in FSDP2 on the CPU
+    # ("attempting to assign a gradient with dtype BFloat16 to a tensor with grad_dtype Float"; LoRA alone and the
+    # KL term alone train with bypass mode)
+    if cpu and not cpu_vllm and not (s.lora.rank > 0 and s.kl_coef > 0):
         merged.update(CPU_ROLLOUT_DEFAULTS)
     merged.update(chosen)
     if cpu:

@@ -10,6 +10,7 @@ interface that holds it (``lo`` on a one-machine cluster at 127.0.0.1).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from typing import Any
@@ -43,6 +44,7 @@ def node_interface() -> str | None:
 
 
 def _with_node_interface(init: Any) -> Any:
+    @functools.wraps(init)  # keeps the name of what it wraps (the CPU platform's wrapper, or torch's own)
     def init_process_group(*args: Any, **kwargs: Any) -> Any:
         if not os.environ.get("GLOO_SOCKET_IFNAME"):
             name = node_interface()

@@ -142,7 +142,9 @@ def test_gloo_binds_the_interface_of_the_ray_nodes_address_unless_the_user_chose
     seen = []
     wrapped = gloo._with_node_interface(lambda *a, **k: seen.append(os.environ.get("GLOO_SOCKET_IFNAME")))
     monkeypatch.setattr(gloo, "node_interface", lambda: "lo")
-    monkeypatch.delenv("GLOO_SOCKET_IFNAME", raising=False)
+    # set through monkeypatch first, so that what the wrapper writes into os.environ is undone after the test
+    # (left behind, it reached the Ray nodes the e2e tests start from this process)
+    monkeypatch.setenv("GLOO_SOCKET_IFNAME", "")
     wrapped("gloo")
     monkeypatch.setenv("GLOO_SOCKET_IFNAME", "eth7")
     wrapped("gloo")

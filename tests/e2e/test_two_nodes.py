@@ -90,6 +90,9 @@ def cluster_run(tmp_path_factory, demo):
             time.sleep(0.1)
         result["running_at_kill"] = first.poll() is None
         result["at_kill"] = cluster_state(cluster)
+        import psutil
+
+        local = psutil.Process(first.pid).children(recursive=True)  # the guard, tool servers: on the head host
         first.kill()  # kill -9 mid-run, before the run's one checkpoint (at its last step)
         result["out1"] = first.communicate(timeout=60)[0]
         result["checkpoint_at_kill"] = (run / "checkpoints" / "latest_checkpointed_iteration.txt").exists()
@@ -101,6 +104,10 @@ def cluster_run(tmp_path_factory, demo):
                 break
             time.sleep(1.0)
         result["after_kill"], result["seconds_to_clean"] = after, time.monotonic() - killed_at
+        # the run directory stays locked until the last process of the killed run is gone (README); a user
+        # who runs again sooner is told to wait
+        _, left = psutil.wait_procs(local, timeout=60)
+        result["local_left"] = [p.pid for p in left]
         before = {a["id"] for a in after["actors"]}
 
         second = subprocess.run(agentrl + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -132,6 +139,7 @@ def test_kill_9_leaves_no_actor_alive_and_both_nodes_up(cluster_run):
     assert {a["node"] for a in alive} == set(at_kill["nodes"]) and len(at_kill["nodes"]) == 2
     after = cluster_run["after_kill"]
     assert [a for a in after["actors"] if a["state"] != "DEAD"] == []
+    assert cluster_run["local_left"] == []
     assert sorted(after["nodes"]) == sorted(at_kill["nodes"])
 
 

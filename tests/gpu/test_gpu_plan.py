@@ -248,7 +248,8 @@ def test_cpu_vllm_without_vllms_cpu_build_is_named_with_the_fix(monkeypatch):
 def test_only_agentrls_cpu_rollout_takes_its_log_probs_as_ppos_anchor():
     """agentrl's CPU rollout returns the log-probs verl's old-log-prob pass would compute again (same weights,
     float32): its plan runs verl's bypass mode and has the update measure entropy. verl's vLLM rollout (CPU or
-    GPU) keeps verl's own pass, and a user's verl key wins; every plan passes verl's validation."""
+    GPU) and LoRA with a KL term keep verl's own pass, and a user's verl key wins; every plan passes verl's
+    validation. tests/e2e/test_train.py trains LoRA with KL, the demo runs bypass mode."""
     from agentrl.verl.args import CPU_ROLLOUT_DEFAULTS
 
     cpu = cpu_overrides(settings(device="cpu"))
@@ -258,8 +259,13 @@ def test_only_agentrls_cpu_rollout_takes_its_log_probs_as_ppos_anchor():
     validate(cfg)
     assert cfg.algorithm.rollout_correction.bypass_mode is True and cfg.actor_rollout_ref.actor.calculate_entropy
     assert cfg.actor_rollout_ref.rollout.calculate_log_probs  # what bypass mode reads
+    for key, value in CPU_ROLLOUT_DEFAULTS.items():  # LoRA or KL alone: bypass mode
+        assert cpu_overrides(settings(device="cpu", lora={"rank": 4}))[key] == value
+        assert cpu_overrides(settings(device="cpu", kl_coef=0.001))[key] == value
     s = settings(gpus_per_node=1)
-    for other in (cpu_overrides(settings(device="cpu", rollout="vllm")),
+    # LoRA with a KL term keeps verl's pass (the reference pass with the adapters off breaks the update without it)
+    for other in (cpu_overrides(settings(device="cpu", lora={"rank": 4}, kl_coef=0.001)),
+                  cpu_overrides(settings(device="cpu", rollout="vllm")),
                   overrides(s, gp.plan_gpus(s, visible=0, flash_attn=False, ray_address=""))):
         assert not set(CPU_ROLLOUT_DEFAULTS) & set(other)
         assert compose(other).algorithm.rollout_correction.bypass_mode is False
