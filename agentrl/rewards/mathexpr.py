@@ -328,6 +328,20 @@ def _entries(text: str) -> list[list[str]] | None:
     return [[c.strip() for c in r.split("&")] for r in rows]
 
 
+def _multiple(da, db, positive: bool = False) -> bool | None:
+    """True when one read difference is a constant multiple of the other (a positive real one with ``positive``)
+    at 3 points or more; None when it is not, or too few points settle it: left to math_verify."""
+    ratio, agreed = None, 0
+    for va, vb in _values(da, db):
+        if abs(vb) < 1e-12 or abs(va) < 1e-12:
+            continue
+        ratio = ratio if ratio is not None else va / vb
+        if not _close(va, ratio * vb) or positive and (ratio.real <= 0 or abs(ratio.imag) > 1e-12):
+            return None
+        agreed += 1
+    return True if agreed >= 3 else None
+
+
 def _same_equation(a: str, b: str) -> bool | None:
     """Two equations with the same solutions: one's two sides differ by a constant multiple of the other's."""
     la, _, ra_ = a.partition("=")
@@ -335,15 +349,7 @@ def _same_equation(a: str, b: str) -> bool | None:
     da, db = read(f"({la})-({ra_})"), read(f"({lb})-({rb_})")
     if da is None or db is None or not (da[1] | db[1]):
         return None
-    ratio, agreed = None, 0
-    for va, vb in _values(da, db):
-        if abs(vb) < 1e-12 or abs(va) < 1e-12:
-            continue
-        ratio = ratio if ratio is not None else va / vb
-        if not _close(va, ratio * vb):
-            return None  # not proportional: left to math_verify
-        agreed += 1
-    return True if agreed >= 3 else None
+    return _multiple(da, db)
 
 
 _RELATION = re.compile(r"(<=|>=|\\leq?(?![a-z])|\\geq?(?![a-z])|\\[lg]t(?![a-z])|<|>)")
@@ -365,15 +371,7 @@ def _same_relation(a: str, b: str) -> bool | None:
     (op_a, da), (op_b, db) = sides
     if op_a != op_b or da is None or db is None or not (da[1] | db[1]):
         return None
-    ratio, agreed = None, 0
-    for va, vb in _values(da, db):
-        if abs(vb) < 1e-12 or abs(va) < 1e-12:
-            continue
-        ratio = ratio if ratio is not None else va / vb
-        if not _close(va, ratio * vb) or ratio.real <= 0 or abs(ratio.imag) > 1e-12:
-            return None
-        agreed += 1
-    return True if agreed >= 3 else None
+    return _multiple(da, db, positive=True)
 
 
 def same_expression(a: str, b: str) -> bool | None:
