@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from test_train import AGENTRL, alive, demo, read_jsonl, tracker_step, tree_of, wait_for  # noqa: F401 (demo: fixture)
+from test_train import AGENTRL, demo, kill_9, read_jsonl, tracker_step, wait_for  # noqa: F401 (demo: fixture)
 
 STEPS = 5
 BATCH = 2
@@ -55,26 +54,15 @@ def killed_run(tmp_path_factory, demo):  # noqa: F811
                              text=True, env=env, cwd=root)
     # step 2's batch is drawn and training on it, step 1 is checkpointed, step 2 is not yet
     wait_for(lambda: 2 in trained_steps(run) and tracker_step(run) == 1, 900, first, every=0.1)
-    tree = tree_of(first.pid)
     result["step_at_kill"] = tracker_step(run)
     result["generated_at_kill"] = len(read_jsonl(run / "logs" / "generated.jsonl"))
-    first.kill()
-    first.wait()
-    deadline = time.monotonic() + 60
-    while alive(tree) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    result["alive_after_kill"] = [p.cmdline() for p in alive(tree)]
+    result["alive_after_kill"] = kill_9(first)
 
     second = subprocess.Popen(AGENTRL + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, env=env, cwd=root)
     wait_for(lambda: tracker_step(run) == 3, 900, second, every=0.05)  # step 3's checkpoint just completed
-    tree = tree_of(second.pid)
-    second.kill()
+    result["alive_after_kill2"] = kill_9(second)
     result["out2"] = second.communicate(timeout=60)[0]
-    deadline = time.monotonic() + 60
-    while alive(tree) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    result["alive_after_kill2"] = [p.cmdline() for p in alive(tree)]
     result["trained_at_kill2"] = trained_steps(run)  # once nothing of the attempt is left to write it
 
     third = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, env=env, cwd=root,

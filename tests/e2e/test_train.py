@@ -103,6 +103,18 @@ def alive(procs: list) -> list:
     return out
 
 
+def kill_9(proc: subprocess.Popen, timeout: float = 60.0) -> list[list[str]]:
+    """``kill -9`` of ``proc`` (`agentrl train`, as a user's kill), then up to ``timeout`` s for everything it had
+    started to end; the command lines of what is still running then."""
+    tree = tree_of(proc.pid)
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + timeout
+    while alive(tree) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return [p.cmdline() for p in alive(tree)]
+
+
 def tracker_step(run: Path) -> int:
     path = run / "checkpoints" / "latest_checkpointed_iteration.txt"
     return int(path.read_text().strip()) if path.exists() else 0

@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 import yaml
 
@@ -90,8 +91,6 @@ def cluster_run(tmp_path_factory, demo):
             time.sleep(0.1)
         result["running_at_kill"] = first.poll() is None
         result["at_kill"] = cluster_state(cluster)
-        import psutil
-
         local = psutil.Process(first.pid).children(recursive=True)  # the guard, tool servers: on the head host
         first.kill()  # kill -9 mid-run, before the run's one checkpoint (at its last step)
         result["out1"] = first.communicate(timeout=60)[0]
