@@ -103,6 +103,19 @@ def alive(procs: list) -> list:
     return out
 
 
+def commands(procs: list) -> list[list[str]]:
+    """The command lines of those of ``procs`` still running (one that ends meanwhile is left out)."""
+    import psutil
+
+    out = []
+    for p in alive(procs):
+        try:
+            out.append(p.cmdline())
+        except psutil.Error:
+            pass
+    return out
+
+
 def kill_9(proc: subprocess.Popen, timeout: float = 60.0) -> list[list[str]]:
     """``kill -9`` of ``proc`` (`agentrl train`, as a user's kill), then up to ``timeout`` s for everything it had
     started to end; the command lines of what is still running then."""
@@ -112,7 +125,7 @@ def kill_9(proc: subprocess.Popen, timeout: float = 60.0) -> list[list[str]]:
     deadline = time.monotonic() + timeout
     while alive(tree) and time.monotonic() < deadline:
         time.sleep(0.2)
-    return [p.cmdline() for p in alive(tree)]
+    return commands(tree)
 
 
 def tracker_step(run: Path) -> int:
@@ -157,7 +170,7 @@ def resumed_run(tmp_path_factory, demo):
     first.send_signal(signal.SIGINT)  # what Ctrl-C does
     result["out1"], _ = first.communicate(timeout=240)
     result["rc1"] = first.returncode
-    result["alive_after_sigint"] = [p.cmdline() for p in alive(tree)]
+    result["alive_after_sigint"] = commands(tree)
     result["step_after_sigint"] = tracker_step(run)
 
     step_before_kill = tracker_step(run)
@@ -170,13 +183,17 @@ def resumed_run(tmp_path_factory, demo):
     second.kill()  # kill -9: agentrl gets no chance to clean up
     second.wait()
     killed_at = time.monotonic()
-    lock_taken_early = False
-    while alive(tree) and time.monotonic() - killed_at < 60:
-        lock_taken_early |= not is_running(run)
+    free_while: list[list[str]] = []  # what still ran when the lock was first seen free
+    while time.monotonic() - killed_at < 60:
+        held = is_running(run)  # read before the processes: one that ends after this read proves nothing
+        if not (left := alive(tree)):
+            break
+        if not held and not free_while:
+            free_while = commands(left) or [["(ended meanwhile)"]]
         time.sleep(0.2)
     result["seconds_to_clean"] = time.monotonic() - killed_at
-    result["lock_free_while_alive"] = lock_taken_early
-    result["alive_after_kill"] = [p.cmdline() for p in alive(tree)]
+    result["lock_free_while_alive"] = free_while
+    result["alive_after_kill"] = commands(tree)
     result["step_at_kill"] = tracker_step(run)  # what verl really reached; the watcher died with agentrl
     (root / "kill9.json").write_text(json.dumps({k: result[k] for k in ("tree_size", "seconds_to_clean",
                                                                         "step_at_kill")}))
@@ -205,7 +222,8 @@ def test_kill_9_leaves_nothing_running_within_10_s(resumed_run):
     assert resumed_run["tree_size"] >= 4  # guard, verl, Ray's daemons and workers
     assert resumed_run["alive_after_kill"] == []
     assert resumed_run["seconds_to_clean"] < 10, resumed_run["seconds_to_clean"]
-    assert not resumed_run["lock_free_while_alive"], "a new run could have started beside the old one"
+    assert not resumed_run["lock_free_while_alive"], ("a new run could have started beside these",
+                                                      resumed_run["lock_free_while_alive"])
 
 
 def test_resume_reports_the_step_verl_really_reached_and_finishes(resumed_run):
