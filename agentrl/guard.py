@@ -50,14 +50,18 @@ def _descendants() -> list[psutil.Process]:
         return []
 
 
-def _reap() -> None:
+def _reap() -> bool:
+    """Reap every child that has exited; True when no child is left. As the subreaper, this process is
+    the parent of every live descendant whose own parent is gone, so no child left means no descendant
+    left. That needs no walk of /proc, which can miss a live process: one whose parent exits in the middle
+    of the walk is linked to nothing (pids wrap, so a child's pid can be read before its parent's)."""
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            return True
         if pid == 0:
-            return
+            return False
 
 
 def _signal_all(sig: int) -> None:
@@ -71,12 +75,10 @@ def _signal_all(sig: int) -> None:
 def _wait_empty(seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        _reap()
-        if not _descendants():
+        if _reap():
             return True
         time.sleep(0.1)
-    _reap()
-    return not _descendants()
+    return _reap()
 
 
 def stop_tree(verl: subprocess.Popen, grace: float) -> None:

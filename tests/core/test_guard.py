@@ -55,3 +55,34 @@ def test_kill_9_of_the_parent_stops_the_whole_tree_and_then_frees_the_lock(tmp_p
         time.sleep(0.1)
     assert not is_running(lock.parent)
 
+
+# The guard's stop, inside a subreaper of its own, with a walk of /proc that misses the live tree at first,
+# as a walk does when a parent exits in the middle of it and its child's pid was read before its own.
+MISSED_WALK = textwrap.dedent("""
+    import signal, subprocess, sys
+    from agentrl import guard
+    guard._prctl(guard.PR_SET_CHILD_SUBREAPER, 1)
+    guard.FAST_GRACE = 0.5
+    child = subprocess.Popen([sys.executable, "-c", "import signal, time; "
+                              "signal.signal(signal.SIGTERM, signal.SIG_IGN); print(1, flush=True); time.sleep(600)"],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    child.stdout.readline()
+    walk, calls = guard._descendants, []
+    guard._descendants = lambda: [] if len(calls.append(1) or calls) <= 2 else walk()
+    guard.stop_tree(child, grace=0.0)
+    try:
+        import os
+        os.kill(child.pid, 0)
+        print("left running", child.pid)
+    except ProcessLookupError:
+        print("all stopped")
+""")
+
+
+def test_the_stop_waits_for_a_process_the_walk_of_proc_missed():
+    done = subprocess.run([sys.executable, "-c", MISSED_WALK], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    left = done.stdout.split()
+    if left[:2] == ["left", "running"]:
+        os.kill(int(left[2]), signal.SIGKILL)
+    assert done.stdout.strip() == "all stopped"
