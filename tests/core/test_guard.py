@@ -67,8 +67,8 @@ MISSED_WALK = textwrap.dedent("""
                               "signal.signal(signal.SIGTERM, signal.SIG_IGN); print(1, flush=True); time.sleep(600)"],
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     child.stdout.readline()
-    walk, calls = guard._descendants, []
-    guard._descendants = lambda: [] if len(calls.append(1) or calls) <= 2 else walk()
+    walk, misses = guard._descendants, [[], []]
+    guard._descendants = lambda: misses.pop() if misses else walk()  # the first two walks find nothing
     guard.stop_tree(child, grace=0.0)
     try:
         import os

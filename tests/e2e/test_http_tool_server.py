@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-AGENTRL = [sys.executable, "-m", "agentrl.cli"]
+from runs import AGENTRL  # tests/e2e/runs.py
+
 SERVER = Path(__file__).resolve().parent.parent / "tools" / "servers" / "rft_server.py"
 
 

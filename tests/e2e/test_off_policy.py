@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from test_train import AGENTRL, demo, kill_9, read_jsonl, tracker_step, wait_for  # noqa: F401 (demo: fixture)
+from runs import AGENTRL, kill_9, read_jsonl, tracker_step, wait_for  # tests/e2e/runs.py
 
 STEPS = 5
 BATCH = 2
@@ -56,12 +56,12 @@ def killed_run(tmp_path_factory, demo):  # noqa: F811
     wait_for(lambda: 2 in trained_steps(run) and tracker_step(run) == 1, 900, first, every=0.1)
     result["step_at_kill"] = tracker_step(run)
     result["generated_at_kill"] = len(read_jsonl(run / "logs" / "generated.jsonl"))
-    result["alive_after_kill"] = kill_9(first)
+    result["alive_after_kill"] = kill_9(first)["left"]
 
     second = subprocess.Popen(AGENTRL + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, env=env, cwd=root)
     wait_for(lambda: tracker_step(run) == 3, 900, second, every=0.05)  # step 3's checkpoint just completed
-    result["alive_after_kill2"] = kill_9(second)
+    result["alive_after_kill2"] = kill_9(second)["left"]
     result["out2"] = second.communicate(timeout=60)[0]
     result["trained_at_kill2"] = trained_steps(run)  # once nothing of the attempt is left to write it
 

@@ -21,17 +21,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentrl.ui.rundir import is_running
+from runs import AGENTRL, alive, commands, kill_9, read_jsonl, tracker_step, tree_of, wait_for  # tests/e2e/runs.py
 
-AGENTRL = [sys.executable, "-m", "agentrl.cli"]
 STEPS = 3
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    from agentrl.demo import build
-
-    return build(str(tmp_path_factory.mktemp("demo")), warmup_steps=30, eval_samples=0, log=lambda m: None)
 
 
 def write_config(tmp_path: Path, demo: dict, **agentrl) -> Path:
@@ -49,27 +41,6 @@ def write_config(tmp_path: Path, demo: dict, **agentrl) -> Path:
     return path
 
 
-def ray_processes() -> list[str]:
-    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
-    return [p for p in out if "raylet" in p or "gcs_server" in p]
-
-
-def wait_for(predicate, timeout: float, proc: subprocess.Popen, every: float = 2.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        if proc.poll() is not None:
-            raise AssertionError(f"agentrl exited early with {proc.returncode}:\n{proc.stdout.read()}")
-        time.sleep(every)
-    proc.kill()
-    raise AssertionError("timed out")
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
 STEPS_RESUMED = 6  # steps are short here: room for two stops before the end
 MY_REWARD = """
 def grade(sample, item):
@@ -78,59 +49,6 @@ def grade(sample, item):
         return None
     return 1.0 if expected in (sample["final_answer"] or "") else 0.0
 """
-
-
-def tree_of(pid: int) -> list:
-    import psutil
-
-    try:
-        root = psutil.Process(pid)
-        return [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return []
-
-
-def alive(procs: list) -> list:
-    import psutil
-
-    out = []
-    for p in procs:
-        try:
-            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
-                out.append(p)
-        except psutil.Error:
-            pass
-    return out
-
-
-def commands(procs: list) -> list[list[str]]:
-    """The command lines of those of ``procs`` still running (one that ends meanwhile is left out)."""
-    import psutil
-
-    out = []
-    for p in alive(procs):
-        try:
-            out.append(p.cmdline())
-        except psutil.Error:
-            pass
-    return out
-
-
-def kill_9(proc: subprocess.Popen, timeout: float = 60.0) -> list[list[str]]:
-    """``kill -9`` of ``proc`` (`agentrl train`, as a user's kill), then up to ``timeout`` s for everything it had
-    started to end; the command lines of what is still running then."""
-    tree = tree_of(proc.pid)
-    proc.kill()
-    proc.wait()
-    deadline = time.monotonic() + timeout
-    while alive(tree) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return commands(tree)
-
-
-def tracker_step(run: Path) -> int:
-    path = run / "checkpoints" / "latest_checkpointed_iteration.txt"
-    return int(path.read_text().strip()) if path.exists() else 0
 
 
 @pytest.fixture(scope="module")
@@ -177,23 +95,10 @@ def resumed_run(tmp_path_factory, demo):
     second = subprocess.Popen(AGENTRL + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, env=env, cwd=elsewhere)
     wait_for(lambda: tracker_step(run) > step_before_kill, 900, second, every=0.2)
-    tree = tree_of(second.pid)
-    result["tree_size"] = len(tree)
     result["running_at_kill"] = second.poll() is None
-    second.kill()  # kill -9: agentrl gets no chance to clean up
-    second.wait()
-    killed_at = time.monotonic()
-    free_while: list[list[str]] = []  # what still ran when the lock was first seen free
-    while time.monotonic() - killed_at < 60:
-        held = is_running(run)  # read before the processes: one that ends after this read proves nothing
-        if not (left := alive(tree)):
-            break
-        if not held and not free_while:
-            free_while = commands(left) or [["(ended meanwhile)"]]
-        time.sleep(0.2)
-    result["seconds_to_clean"] = time.monotonic() - killed_at
-    result["lock_free_while_alive"] = free_while
-    result["alive_after_kill"] = commands(tree)
+    killed = kill_9(second, run)  # agentrl gets no chance to clean up
+    result["tree_size"], result["seconds_to_clean"] = killed["tree_size"], killed["seconds"]
+    result["lock_free_while_alive"], result["alive_after_kill"] = killed["lock_free_while"], killed["left"]
     result["step_at_kill"] = tracker_step(run)  # what verl really reached; the watcher died with agentrl
     (root / "kill9.json").write_text(json.dumps({k: result[k] for k in ("tree_size", "seconds_to_clean",
                                                                         "step_at_kill")}))

@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from ray_cluster import RayCluster, hosts_possible  # tests/e2e/ray_cluster.py (pytest puts it on sys.path)
+from runs import AGENTRL
 
-AGENTRL = [sys.executable, "-m", "agentrl.cli"]
 STEPS = 12  # steps take about a second here: enough of them that the kill lands mid-run
 
 ACTORS = """
@@ -49,13 +49,6 @@ def training_steps(run: Path) -> list[int]:
     from agentrl.runlog import read_jsonl  # whole lines only: the watcher may be writing one
 
     return [m["step"] for m in read_jsonl(run / "metrics.jsonl")[0] if not m.get("validation")]
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    from agentrl.demo import build
-
-    return build(str(tmp_path_factory.mktemp("demo")), warmup_steps=30, eval_samples=0, log=lambda m: None)
 
 
 @pytest.fixture(scope="module")
