@@ -32,6 +32,7 @@ from agentrl import metrics as run_metrics
 from agentrl.config import check_verl_keys, flatten, load_config, verl_defaults
 from agentrl.dataset import convert
 from agentrl.errors import AgentrlError
+from agentrl.placement import place_trained
 from agentrl.rundir import RunDir
 from agentrl.spec import RunSpec
 from agentrl.verl.args import build_overrides, launch, on_cpu, ray_address, step_plan, to_cli
@@ -269,7 +270,7 @@ def train(config_path: str, overrides: list[str], out=sys.stdout, check_tools: b
     lock = plan["lock"]
     attempt = _attempt_number(run_dir)
     run_metrics.check_checkpoint(run_dir)  # a checkpoint verl finished after its watcher died counts too
-    run_metrics.place_trained(run_dir, plan["settings"].samples_per_prompt)  # and rollouts it had not placed
+    place_trained(run_dir, plan["settings"].samples_per_prompt)  # and rollouts it had not placed
     resume = run_metrics.last_complete_checkpoint(run_dir)
     if resume:
         if resume["step"] >= plan["total_steps"]:

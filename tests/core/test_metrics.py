@@ -253,7 +253,8 @@ def test_a_resume_places_what_the_dead_watcher_had_not_and_recovers_its_step(tmp
     """Off-policy: the attempt was killed after verl checkpointed and logged step 1 but before its watcher
     placed step 1's rollouts or wrote its line. Before rewinding, the resume places them, so step 1's line is
     rebuilt from them ("recovered") and step 2, past the checkpoint, is set aside."""
-    from agentrl.metrics import place_trained, rewind
+    from agentrl.metrics import rewind
+    from agentrl.placement import place_trained
     from agentrl.rundir import RunDir
 
     run = RunDir(tmp_path)
