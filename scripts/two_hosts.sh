@@ -16,8 +16,10 @@
 set -euo pipefail
 
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
-WORK="${1:-$(mktemp -d /tmp/agentrl-two-hosts-XXXXXX)}"
+WORK="${1:-$(mktemp -d /var/tmp/agentrl-two-hosts-XXXXXX)}"
 WORK="$(mkdir -p "$WORK" && cd "$WORK" && pwd)"
+case "$WORK/" in /tmp/*)  # each host's own /tmp would hide it from both hosts
+  echo "two_hosts.sh: WORK_DIR must be outside /tmp (each host gets a /tmp of its own): $WORK"; exit 2;; esac
 TAG="arl$$"                      # namespace and link names of this run
 NET="10.251.$(( $$ % 200 + 20 ))"  # a /24 that lives only on the link between the two namespaces
 HEAD_IP="$NET.1"
