@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from ray_cluster import RayCluster, hosts_possible  # tests/e2e/ray_cluster.py (pytest puts it on sys.path)
-from runs import AGENTRL
+from runs import AGENTRL, tree_of
 
 STEPS = 12  # steps take about a second here: enough of them that the kill lands mid-run
 
@@ -84,7 +84,7 @@ def cluster_run(tmp_path_factory, demo):
             time.sleep(0.1)
         result["running_at_kill"] = first.poll() is None
         result["at_kill"] = cluster_state(cluster)
-        local = psutil.Process(first.pid).children(recursive=True)  # the guard, tool servers: on the head host
+        local = tree_of(first.pid)[1:]  # the guard, tool servers: on the head host (none if agentrl ended early)
         first.kill()  # kill -9 mid-run, before the run's one checkpoint (at its last step)
         result["out1"] = first.communicate(timeout=60)[0]
         result["checkpoint_at_kill"] = (run / "checkpoints" / "latest_checkpointed_iteration.txt").exists()
