@@ -88,6 +88,9 @@ class AgentrlSettings(BaseModel):
     rollout: Literal["auto", "vllm", "transformers"] = Field(
         "auto", description="verl's vLLM rollout, or agentrl's transformers rollout (CPU only); auto: vLLM where it "
                             "is installed and a GPU is present, transformers otherwise")
+    dtype: Literal["auto", "float32", "bfloat16"] = Field(
+        "auto", description="the trainer's compute dtype on the CPU; auto: bfloat16 where the CPU has it natively "
+                            "(AVX-512 BF16, AMX), float32 where it would be emulated (agentrl.precision)")
     gpus_per_node: Optional[int] = Field(None, ge=1, description="GPUs per node (default: the GPUs visible here)")
     nodes: int = Field(1, ge=1, description="nodes of the Ray cluster (more than 1 needs RAY_ADDRESS)")
     run_dir: str = Field("runs/${name}", description="where the run's files go")

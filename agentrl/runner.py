@@ -33,6 +33,7 @@ from agentrl.config import check_verl_keys, flatten, load_config, verl_defaults
 from agentrl.dataset import convert
 from agentrl.errors import AgentrlError
 from agentrl.placement import place_trained
+from agentrl.precision import choose
 from agentrl.rundir import RunDir
 from agentrl.spec import RunSpec
 from agentrl.verl.args import build_overrides, launch, on_cpu, ray_address, step_plan, to_cli
@@ -118,11 +119,13 @@ def prepare(config_path: str, overrides: list[str], check_tools: bool = True) ->
     if total < 1:
         raise RunError(f"{train_src} has {n_train} rows, fewer than agentrl.batch_size={settings.batch_size}: "
                        f"no full training step; lower batch_size or add rows")
+    precision = choose(settings.dtype) if cpu else None
     resolved = {"agentrl": {**settings.model_dump(), "model": model_path}, "verl_overrides": verl_overrides,
+                **({"precision": {"dtype": precision.dtype, "reason": precision.reason}} if precision else {}),
                 "source": str(Path(config_path).resolve()), "command_line_overrides": list(overrides)}
     RunDir(run_dir).config.write_text(yaml.safe_dump(resolved, sort_keys=False))
     return {"run_dir": run_dir, "lock": lock, "overrides": verl_overrides, "total_steps": total,
-            "cpu": cpu, "rows": n_train, "settings": settings}
+            "cpu": cpu, "rows": n_train, "settings": settings, "precision": precision}
 
 
 def _note_start_error(config_path: str, overrides: list[str], exc: Exception) -> None:
@@ -250,13 +253,15 @@ def train(config_path: str, overrides: list[str], out=sys.stdout, check_tools: b
             plan["lock"].close()
             raise
         print("\n".join(gpu_plan.describe_run(plan["settings"], plan["overrides"])), file=out, flush=True)
-    elif plan["overrides"].get("actor_rollout_ref.rollout.name") == "vllm":
-        from agentrl.verl import gpu_plan
+    else:
+        print(f"agentrl: {plan['precision'].line()}", file=out, flush=True)
+        if plan["overrides"].get("actor_rollout_ref.rollout.name") == "vllm":
+            from agentrl.verl import gpu_plan
 
-        problem = gpu_plan.cpu_vllm_problem()
-        if problem:
-            plan["lock"].close()
-            raise gpu_plan.GpuPlanError(f"agentrl.rollout=vllm on a machine with no GPU, but {problem}")
+            problem = gpu_plan.cpu_vllm_problem()
+            if problem:
+                plan["lock"].close()
+                raise gpu_plan.GpuPlanError(f"agentrl.rollout=vllm on a machine with no GPU, but {problem}")
     address = ray_address()
     if address:  # a cluster started with `ray start`: it must be able to place the plan, or verl waits forever
         from agentrl.verl.cluster import check_cluster

@@ -32,6 +32,12 @@ shared pages count more than once). verl's vLLM rollout needs the .venv-vllm env
 --vllm), which also has the transformers rollout:
 
     .venv-vllm/bin/python benchmarks/bench_train.py --rollouts vllm,transformers [--steps 4]
+
+With --dtypes, the same table for the trainer's compute dtype (``agentrl.dtype``). Every mode first prints the CPU
+kind (AVX-512 with native bf16, AVX2 with bf16 emulated) and the dtype ``auto`` chooses on it. On an AVX-512
+machine, ``ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2`` makes it compute like an AVX2-only one:
+
+    ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 .venv/bin/python benchmarks/bench_train.py --dtypes float32,bfloat16
 """
 
 from __future__ import annotations
@@ -49,6 +55,8 @@ import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
+
+from agentrl import precision
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -104,14 +112,14 @@ def _watch_memory(proc: subprocess.Popen, every: float = 0.5) -> int:
     return peak
 
 
-def compare_rollouts(folder: Path, rollouts: list[str], steps: int) -> int:
-    """Train the demo with each rollout and print them side by side."""
+def compare(folder: Path, setting: str, values: list[str], steps: int) -> int:
+    """Train the demo once with each value of ``agentrl.<setting>`` and print them side by side."""
     rows = []
-    for rollout in rollouts:
-        run = folder / rollout
-        if not train(run, steps, extra=(f"agentrl.rollout={rollout}",)):
+    for value in values:
+        run = folder / value
+        if not train(run, steps, extra=(f"agentrl.{setting}={value}",)):
             return 1
-        print(f"\n== {rollout} rollout")
+        print(f"\n== {setting} {value}")
         ups, step_s, _ = analyse(run)
         metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
         rollouts_ = [json.loads(line) for line in (run / "rollouts.jsonl").read_text().splitlines() if line.strip()]
@@ -120,15 +128,17 @@ def compare_rollouts(folder: Path, rollouts: list[str], steps: int) -> int:
         tokens = sum(r["response_tokens"] for r in rollouts_ if not r.get("validation") and r["step"] > 1)
         corr = [m["verl"].get("training/rollout_actor_probs_pearson_corr") for m in metrics if not m.get("validation")]
         peak = json.loads((run / "bench_peak_rss.json").read_text())["bytes"]
-        rows.append((rollout, ups[0]["from_command"] if ups else float("nan"), step_s, gen,
-                     tokens / max(1e-9, gen * len(steady)), peak / 2**30, min(c for c in corr if c is not None)))
-    print(f"\n{'rollout':>12} {'start-up_s':>10} {'step_s':>7} {'gen_s':>6} {'tokens/s':>8} {'peak_GiB':>8} "
+        rows.append((value, ups[0]["from_command"] if ups else float("nan"), step_s, gen,
+                     tokens / max(1e-9, gen * len(steady)), peak / 2**30,
+                     min((c for c in corr if c is not None), default=float("nan"))))
+    print(f"\n{setting:>12} {'start-up_s':>10} {'step_s':>7} {'gen_s':>6} {'tokens/s':>8} {'peak_GiB':>8} "
           f"{'min_corr':>8}")
     for r in rows:
         print(f"{r[0]:>12} {r[1]:10.1f} {r[2]:7.2f} {r[3]:6.2f} {r[4]:8.0f} {r[5]:8.1f} {r[6]:8.4f}")
     print("start-up: `agentrl train` to the first rollout; step_s, gen_s: steady steps (the first left out); "
           "tokens/s: response tokens over generation time; peak: summed RSS of the process tree; min_corr: the "
-          "lowest of verl's rollout-vs-actor log-prob correlation over the steps")
+          "lowest of verl's rollout-vs-actor log-prob correlation over the steps (nan: verl's bypass mode, which "
+          "takes the CPU rollout's log-probs as they are, computes none)")
     return 0
 
 
@@ -293,14 +303,20 @@ def main() -> int:
     ap.add_argument("--no-baseline", action="store_true",
                     help="skip the baseline run (verl's 2 s replay-buffer poll and its 8 reward-loop workers)")
     ap.add_argument("--rollouts", help="compare rollouts instead, e.g. vllm,transformers (needs .venv-vllm for vllm)")
+    ap.add_argument("--dtypes", help="compare the trainer's dtypes instead, e.g. float32,bfloat16 (agentrl.dtype)")
     args = ap.parse_args()
+    print(f"CPU: {precision.read_cpu().describe()}; agentrl.dtype auto trains in {precision.choose().dtype} here"
+          + (f" (ONEDNN_MAX_CPU_ISA={os.environ['ONEDNN_MAX_CPU_ISA']})" if os.environ.get("ONEDNN_MAX_CPU_ISA") else "")
+          + f"; load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
     if args.run:
         return 0 if analyse(Path(args.run)) else 1
     folder = Path(args.keep or tempfile.mkdtemp(prefix="agentrl-bench-"))
     if args.off_policy:
         return off_policy(args, folder)
     if args.rollouts:
-        return compare_rollouts(folder, args.rollouts.split(","), args.steps)
+        return compare(folder, "rollout", args.rollouts.split(","), args.steps)
+    if args.dtypes:
+        return compare(folder, "dtype", args.dtypes.split(","), args.steps)
     results = {}
     for name, env, extra in [("agentrl", None, ()), ("baseline", BASELINE, BASELINE_OVERRIDES)]:
         if name == "baseline" and args.no_baseline:

@@ -223,6 +223,10 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
     if cpu and not cpu_vllm and not (s.lora.rank > 0 and s.kl_coef > 0):
         merged.update(CPU_ROLLOUT_DEFAULTS)
     merged.update(chosen)
+    if cpu or s.dtype != "auto":  # on GPUs verl's own bf16 stays unless the config names a dtype
+        from agentrl.precision import choose
+
+        merged.update(choose(s.dtype).verl_overrides())
     if cpu:
         ranks = cpu_ranks(settings)
         micro = per_rank_sequences(settings, ranks)  # all of a rank's sequences in one micro-batch

@@ -68,7 +68,9 @@ class VllmEngine:
 
             for key, value in CPU_VLLM_ENV.items():
                 os.environ.setdefault(key, value)
-            device = {"dtype": "float32", "enforce_eager": True}
+            from agentrl.precision import CPU_ROLLOUT_DTYPE
+
+            device = {"dtype": CPU_ROLLOUT_DTYPE, "enforce_eager": True}
         else:
             device = {"gpu_memory_utilization": float(os.environ.get("AGENTRL_VLLM_GPU_MEMORY", "0.8"))}
         self.max_model_len = prompt_length + response_length

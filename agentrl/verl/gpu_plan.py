@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrl.errors import AgentrlError
+from agentrl.precision import CPU_ROLLOUT_DTYPE, vllm_cpu_problem
 
 VLLM_SUPPORTED = ">=0.27,<0.32"  # keep in step with the `gpu` extra in pyproject.toml
 VERL_MIN_VLLM = "0.18"  # verl 0.9.1 refuses older (verl/third_party/vllm/__init__.py)
@@ -70,8 +71,9 @@ CPU_VLLM_KEYS: dict[str, Any] = {
     # torch.compile instead, minutes of start-up on a small machine for a model of this size.
     "actor_rollout_ref.rollout.enforce_eager": True,
     # bfloat16 matmuls need AVX-512 BF16 or AMX, which not every CPU has (and which are emulated slowly without
-    # them); float32 runs on any x86 CPU, and the actor on the CPU computes in float32 too.
-    "actor_rollout_ref.rollout.dtype": "float32",
+    # them); float32 runs on any x86 CPU. The actor's dtype follows the CPU (agentrl.precision); the rollout samples
+    # in float32 on every CPU kind, as agentrl's own CPU rollout does.
+    "actor_rollout_ref.rollout.dtype": CPU_ROLLOUT_DTYPE,
     # Each agent-loop process imports torch and verl (about 0.5 GB and seconds of a core each); a GPU node has
     # cores and memory for verl's 8, a CPU machine that also runs the actor and vLLM does not.
     "actor_rollout_ref.rollout.agent.num_workers": 1,
@@ -287,7 +289,7 @@ def cpu_vllm_problem() -> str | None:
     except importlib.metadata.PackageNotFoundError:
         return ("vllm-cpu is installed but not named `vllm`, so verl refuses it; install packaging/vllm-cpu-alias "
                 f"beside it: {CPU_VLLM_INSTALL}")
-    return vllm_problem()
+    return vllm_cpu_problem() or vllm_problem()
 
 
 def worker_env(overrides: dict[str, Any], plan: GpuPlan, cpus_per_node: int | None = None) -> dict[str, str]:

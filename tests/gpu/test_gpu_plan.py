@@ -12,6 +12,7 @@ import pytest
 
 from agentrl.verl import gpu_plan as gp
 from agentrl.config import AgentrlSettings
+from agentrl.precision import choose
 from agentrl.verl.dryrun import DryRunError, compose, validate
 from agentrl.verl.args import CPU_DEFAULTS, build_overrides
 
@@ -206,7 +207,8 @@ def test_the_cpu_vllm_plan_is_the_one_gpu_plan_but_for_the_keys_the_device_force
     differ = {k for k in set(cpu) | set(one_gpu) if cpu.get(k, "absent") != one_gpu.get(k, "absent")}
     cpu_platform = set(CPU_DEFAULTS) - set(gp.gpu_overrides(s, gp.GpuPlan(1, 1, "sdpa")))
     gpu_run_env = {k for k in one_gpu if k.startswith("+ray_kwargs.ray_init.runtime_env.env_vars.")}
-    assert differ == set(gp.CPU_VLLM_KEYS) | env | cpu_platform | gpu_run_env
+    cpu_dtype = set(choose("auto").verl_overrides())  # the trainer's dtype follows the CPU (agentrl.precision)
+    assert differ == set(gp.CPU_VLLM_KEYS) | env | cpu_platform | gpu_run_env | cpu_dtype
     assert cpu["actor_rollout_ref.rollout.name"] == "vllm"
     assert "actor_rollout_ref.model.lora.merge" not in cpu  # the adapter reaches vLLM as on GPUs
     cfg = compose(cpu)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 
+from agentrl.precision import choose
 from agentrl.verl.args import CPU_DEFAULTS, to_cli
 
 # what `agentrl train` sets for every run and a plain verl run on the CPU needs too: one logical GPU holds
@@ -20,7 +21,8 @@ PLAIN_VERL = {"actor_rollout_ref.rollout.tensor_model_parallel_size": 1}
 
 
 def main(argv: list[str] | None = None) -> int:
-    keys = to_cli({**CPU_DEFAULTS, **PLAIN_VERL})
+    # the actor's dtype chosen for this CPU (bfloat16 only where native), as `agentrl train` chooses it
+    keys = to_cli({**CPU_DEFAULTS, **PLAIN_VERL, **choose("auto").verl_overrides()})
     print("\n".join(keys) if "--lines" in (argv if argv is not None else sys.argv[1:]) else " ".join(keys))
     return 0
 

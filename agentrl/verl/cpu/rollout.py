@@ -18,9 +18,10 @@ import torch
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, TokenOutput
 
+from agentrl.precision import CPU_ROLLOUT_DTYPE
 from agentrl.verl.cpu.generation import Batcher, Request
-
 from agentrl.verl.cpu.registration import NAME
+
 logger = logging.getLogger(__name__)
 
 
@@ -45,7 +46,8 @@ class CpuRolloutServer:
         path = self.model_config.local_path if hasattr(self.model_config, "local_path") else self.model_config["path"]
         path = path or self.model_config.path
         torch.set_num_threads(max(1, int(os.environ.get("AGENTRL_ROLLOUT_THREADS", os.cpu_count() or 1))))
-        model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float32, attn_implementation="sdpa")
+        model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=getattr(torch, CPU_ROLLOUT_DTYPE),
+                                                     attn_implementation="sdpa")
         model.eval()
         tokenizer = AutoTokenizer.from_pretrained(path)
         eos = set()
