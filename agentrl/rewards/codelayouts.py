@@ -19,7 +19,7 @@ solution in its own process, and the harness's time limit per test. Layouts, mos
 
 Semantics follow each harness: stdin/stdout against call-based (``fn_name``, or a method of a LeetCode
 ``Solution`` class), a returned tuple equals a JSON list, APPS compares numbers in the output within its
-tolerance (rtol 1e-5, atol 1e-8) and LiveCodeBench/rLLM as decimals, MBPP's setup code runs in the solution's
+tolerance (rtol 1e-5, atol 1e-8; an expected integer exactly) and LiveCodeBench/rLLM as decimals, MBPP's setup code runs in the solution's
 process. Deliberate differences, so that wrong code never passes: APPS's order-insensitive set comparison of
 output tokens and open-r1's comparison of only as many lines as both outputs have are not copied.
 A string is only ever run as a test when it parses as Python test code (an assert or a call): JSON text is read
@@ -193,10 +193,13 @@ def stdout_lines(got: str, want: str) -> bool:
 
 
 def _decimals(line: str) -> list[Decimal] | None:
+    """The line's tokens as finite decimals, else None. A NaN (quiet or signalling, which raises when compared)
+    or an infinity is no number the expected output can equal: such a line only matches as text."""
     try:
-        return [Decimal(token) for token in line.split()]
+        values = [Decimal(token) for token in line.split()]
     except InvalidOperation:
         return None
+    return values if all(v.is_finite() for v in values) else None
 
 
 def stdout_decimal(got: str, want: str) -> bool:
@@ -218,9 +221,28 @@ def _close(a: float, b: float) -> bool:  # numpy.allclose's rule
     return abs(a - b) <= 1e-8 + 1e-5 * abs(b)
 
 
+_INT = re.compile(r"[+-]?\d+")
+
+
+def _tokens_match(s: str, t: str) -> bool:
+    """APPS's number rule for one token: an expected integer is matched exactly ("7.0" and "007" are 7; the
+    float tolerance would let 10**9 pass for 10**9 + 1), any other number within `_close`."""
+    if _INT.fullmatch(t):
+        try:
+            got = Decimal(s)
+        except InvalidOperation:
+            return False
+        return got.is_finite() and got == Decimal(t)
+    try:
+        return _close(float(s), float(t))
+    except (ValueError, OverflowError):
+        return False
+
+
 def stdout_apps(got: str, want: str) -> bool:
     """APPS / TACO / verl prime_code stdin: non-empty lines equal once stripped, or token by token with numbers
-    equal within numpy.allclose's tolerance (a float printed with more digits than the expected output)."""
+    equal within numpy.allclose's tolerance (a float printed with more digits than the expected output).
+    Integers are compared exactly: the tolerance is for floats (1e-5 of 10**6 would pass an answer off by 10)."""
     a = [line.strip() for line in got.split("\n") if line.strip()]
     b = [line.strip() for line in want.split("\n") if line.strip()]
     if a == b:
@@ -234,12 +256,8 @@ def stdout_apps(got: str, want: str) -> bool:
         if len(tx) != len(ty):
             return False
         for s, t in zip(tx, ty):
-            if s != t:
-                try:
-                    if not _close(float(s), float(t)):
-                        return False
-                except ValueError:
-                    return False
+            if s != t and not _tokens_match(s, t):
+                return False
     return True
 
 

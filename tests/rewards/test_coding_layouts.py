@@ -96,7 +96,8 @@ def test_floats_within_apps_tolerance_and_lcb_decimals():
     apps = {"input_output": json.dumps({"inputs": ["3\n"], "outputs": ["0.333333\n"]})}
     assert grade("print(1 / int(input()))", apps) == 1.0  # 0.3333333333333333 against 0.333333
     assert grade("print(0.3334)", apps) == 0.0
-    assert stdout_apps("1.0000001 2\n", "1 2") and not stdout_apps("1.1 2", "1 2") and not stdout_apps("1 2\n3", "1 2")
+    assert stdout_apps("1.0000001 2\n", "1.0 2") and not stdout_apps("1.1 2", "1 2") and not stdout_apps("1 2\n3", "1 2")
+    assert not stdout_apps("1.0000001 2\n", "1 2")  # an expected integer is matched exactly
     assert stdout_decimal("2.50\n", "2.5") and not stdout_decimal("0.3333333", "0.333333")
 
 
