@@ -29,8 +29,11 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -41,6 +44,7 @@
 #define MAGIC 0x61726c31u /* "arl1" */
 #define F_NEED_PY 1u
 #define F_KILL 2u
+#define F_CGROUP 4u /* the last descriptor is the calls' cgroup.procs: the child moves itself in */
 #define MAX_FDS 8
 #define CALL_FDS 5
 #define FD_FLOOR 100
@@ -107,6 +111,10 @@ static void close_all(int *fds, int nfds) {
 struct caps_header { uint32_t version; int pid; };
 struct caps_data { uint32_t effective, permitted, inheritable; };
 
+/* The filter each child adds to the template's (sandbox/harden.child_seccomp_program), set by serve(). */
+static unsigned char child_filter[4096];
+static size_t child_filter_len;
+
 static int child_setup(int *fds, int nfds, const struct req *r, int pidns, unsigned call_uid) {
     int high[CALL_FDS + 1];
     int keep = nfds > CALL_FDS ? CALL_FDS + 1 : CALL_FDS;
@@ -137,6 +145,11 @@ static int child_setup(int *fds, int nfds, const struct req *r, int pidns, unsig
         memset(d, 0, sizeof d);
         if (setresgid(call_uid, call_uid, call_uid) < 0 || setresuid(call_uid, call_uid, call_uid) < 0 ||
             syscall(SYS_capset, &h, d) < 0)
+            return -1;
+    }
+    if (child_filter_len) {
+        struct sock_fprog prog = { (unsigned short)(child_filter_len / 8), (struct sock_filter *)child_filter };
+        if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
             return -1;
     }
     return 0;
@@ -225,8 +238,16 @@ static PyObject *serve(PyObject *self, PyObject *args) {
     (void)self;
     int sock, pidns, resume = 0, reset_fd = -1;
     unsigned call_uid = 0;
-    if (!PyArg_ParseTuple(args, "ip|pIi", &sock, &pidns, &resume, &call_uid, &reset_fd))
+    const char *filter = NULL;
+    Py_ssize_t filter_len = 0;
+    if (!PyArg_ParseTuple(args, "ip|pIiy#", &sock, &pidns, &resume, &call_uid, &reset_fd, &filter, &filter_len))
         return NULL;
+    if (filter_len > (Py_ssize_t)sizeof child_filter) {
+        PyErr_SetString(PyExc_ValueError, "child seccomp filter too long");
+        return NULL;
+    }
+    memcpy(child_filter, filter ? filter : "", (size_t)filter_len);
+    child_filter_len = (size_t)filter_len;
     int fds[MAX_FDS], nfds = 0;
     ssize_t n = 0;
     int have_pending = 0;
@@ -278,7 +299,14 @@ static PyObject *serve(PyObject *self, PyObject *args) {
             pid = fork(); /* GIL held; the template is single-threaded */
         }
         if (pid == 0) {
-            if (child_setup(fds, nfds, &r, pidns, call_uid) < 0) {
+            int ncall = nfds;
+            if (r.flags & F_CGROUP) { /* out of the template's cgroup before anything of the call runs */
+                ncall--;
+                if (write(fds[ncall], "0", 1) != 1)
+                    ncall = -1;
+                close(fds[ncall < 0 ? nfds - 1 : ncall]);
+            }
+            if (ncall < CALL_FDS || child_setup(fds, ncall, &r, pidns, call_uid) < 0) {
                 char msg[128];
                 int len = snprintf(msg, sizeof msg, "sandbox child set-up failed: %s\n", strerror(errno));
                 if (write(2, msg, len) < 0) {
@@ -319,7 +347,7 @@ PyMODINIT_FUNC PyInit__forkserver(void) {
     if (!m)
         return NULL;
     if (PyModule_AddIntConstant(m, "MAGIC", MAGIC) < 0 || PyModule_AddIntConstant(m, "F_NEED_PY", F_NEED_PY) < 0 ||
-        PyModule_AddIntConstant(m, "F_KILL", F_KILL) < 0 ||
+        PyModule_AddIntConstant(m, "F_KILL", F_KILL) < 0 || PyModule_AddIntConstant(m, "F_CGROUP", F_CGROUP) < 0 ||
         PyModule_AddIntConstant(m, "HEADER_SIZE", sizeof(struct req)) < 0) {
         Py_DECREF(m);
         return NULL;
