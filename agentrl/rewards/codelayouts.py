@@ -12,7 +12,7 @@ solution in its own process, and the harness's time limit per test. Layouts, mos
     mbpp           test_list (+ test_setup_code, test_imports)
     acecoder       test_cases: ["assert f(1) == 2", ...]
     humaneval      test with def check(candidate) + entry_point (HumanEval, EvalPlus, LeetCodeDataset "Solution().f")
-    kodcode        test: pytest functions importing from `solution`
+    kodcode        test (or rLLM's tests): a pytest file, its functions importing from `solution`
     leetcode       tests {"functional": "def check(candidate): ... check(Solution().f)"} (rLLM)
     deepcoder      tests: JSON text or list of {input, output, testtype|type, fn_name?} or {inputs, outputs, fn_name?}
     agentrl        tests: [{"type": "assert", "code"}, {"type": "stdio", "stdin", "expected_stdout"}, "assert ..."]
@@ -618,14 +618,31 @@ def _parametrize(fn: ast.FunctionDef, where: str) -> str:
     return f"{fn.name}()\n"
 
 
+def _kodcode_field(f: dict) -> tuple[str, str] | None:
+    """(pytest file, where): KodCode's `test`, or rLLM's ground truth for its KodCode rows."""
+    if isinstance(f.get("test"), str) and re.search(r"^\s*def test|\bsolution\b", f["test"], re.M):
+        return f["test"], "metadata.test"
+    value, where = _ground_truth(f)
+    if isinstance(value, str) and _PYTEST_FILE.search(value):
+        return value, where
+    return None
+
+
 def _kodcode(f: dict) -> Suite:
-    """KodCode: a pytest file that imports the code as `solution`. Each test function is one test; it runs
-    in the test's process with the code's functions called in the code's own process."""
-    src = f["test"]
+    return pytest_file(*_kodcode_field(f))
+
+
+_PYTEST_FILE = re.compile(r"^\s*(def test\w*\s*\(|class Test\w*|from solution import|import solution\b)", re.M)
+
+
+def pytest_file(src: str, where: str) -> Suite:
+    """KodCode (its `test`, or rLLM's `tests`): a pytest file that imports the code as `solution`. Each test
+    function is one test; it runs in the test's process with the code's functions called in the code's own
+    process."""
     try:
         tree = ast.parse(src)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        raise TestLayoutError(f"metadata.test is not Python ({exc})") from None
+        raise TestLayoutError(f"{where} is not Python ({exc})") from None
     body, calls = [], []
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module == "solution":
@@ -636,7 +653,7 @@ def _kodcode(f: dict) -> Suite:
             continue
         body.append([node])
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
-            calls.append(_parametrize(node, "metadata.test"))
+            calls.append(_parametrize(node, where))
         elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
             calls += [f"{node.name}().{item.name}()\n" for item in node.body
                       if isinstance(item, ast.FunctionDef) and item.name.startswith("test")]
@@ -695,6 +712,8 @@ def _agentrl(tests: list) -> Suite:
 def _tests_field(f: dict) -> Suite:
     tests = _json(f["tests"], "metadata.tests") if isinstance(f["tests"], str) and f["tests"].lstrip()[:1] in "[{" \
         else f["tests"]
+    if isinstance(tests, str) and _PYTEST_FILE.search(tests):
+        return pytest_file(tests, "metadata.tests")  # rLLM's KodCode rows: the pytest file, run test by test
     if isinstance(tests, str):
         tests = [tests]  # one Python test, checked as such
     if isinstance(tests, dict):
@@ -734,9 +753,8 @@ LAYOUTS = [
            "sandbox_fusion)", lambda f: _verl_tests(f) is not None, _verl),
     Layout("mbpp", "test_list (+ test_setup_code, test_imports)", _has("test_list"), _mbpp),
     Layout("acecoder", "test_cases: [assert ...]", _has("test_cases"), _acecoder),
-    Layout("kodcode", "test: pytest functions importing from solution",
-           lambda f: isinstance(f.get("test"), str) and bool(re.search(r"^\s*def test|\bsolution\b", f["test"], re.M)),
-           _kodcode),
+    Layout("kodcode", "test, tests or ground_truth (rLLM): a pytest file importing from solution",
+           lambda f: _kodcode_field(f) is not None, _kodcode),
     Layout("deepcoder / leetcode / agentrl", "tests: JSON text or a list of {input, output, testtype} (DeepCoder), "
            "{functional} (rLLM LeetCode), [{type: assert|stdio}] (agentrl)", _has("tests"), _tests_field),
 ]
@@ -764,6 +782,11 @@ def read_suite(fields: dict) -> Suite | None:
             if not suite.tests:
                 raise TestLayoutError(f"the row is in the {suite.layout} layout but has no tests")
             return suite
+    if any(fields.get(k) not in (None, "", []) for k in ("base_input", "plus_input")):
+        raise TestLayoutError("the row has EvalPlus's base_input/plus_input, whose expected outputs are the "
+                              "canonical solution's: the coding reward does not compute them. Use the rows of "
+                              "EvalPlus's published sets with their `test` and `entry_point` fields (the humaneval "
+                              f"layout) or give the expected outputs. Known layouts: {KNOWN}")
     found = [k for k, v in fields.items() if _looks_like_tests(k, v)]
     if found:
         raise TestLayoutError(f"metadata.{found[0]} looks like tests, in no layout the coding reward knows. Known "
