@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -139,6 +140,11 @@ static int child_setup(int *fds, int nfds, const struct req *r, int pidns, unsig
     }
     if (!pidns && setpgid(0, 0) < 0)
         return -1;
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    if (sigprocmask(SIG_UNBLOCK, &chld, NULL) < 0)
+        return -1;
     if (call_uid) { /* the calls' uid, and no capabilities left (the template kept CAP_SETUID, CAP_SETGID, CAP_KILL) */
         struct caps_header h = { 0x20080522, 0 };
         struct caps_data d[2];
@@ -155,16 +161,35 @@ static int child_setup(int *fds, int nfds, const struct req *r, int pidns, unsig
     return 0;
 }
 
+/* SIGCHLD, blocked in the template and read from this signalfd: the template learns that its child exited
+ * without a pidfd, so calls can be denied pidfd_open (a pidfd's inode number reads the machine-wide pidfs
+ * counter). A child unblocks SIGCHLD before its call runs. */
+static int chld_fd = -1;
+
+static int chld_setup(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+        return -1;
+    chld_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    return chld_fd < 0 ? -1 : 0;
+}
+
+static int exited(pid_t pid) { /* without reaping it */
+    siginfo_t info;
+    info.si_pid = 0;
+    return waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+}
+
 /* Wait for the child; kill it at the deadline or when the zygote says so; then sweep. */
 static int watch(int sock, pid_t pid, uint32_t timeout_ms, int pidns, int *timed_out, int *killed) {
-    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     double deadline = now_ms() + timeout_ms;
     *timed_out = *killed = 0;
     for (;;) {
-        if (pidfd < 0) { /* no pidfd: fall back to a blocking wait, the zygote's backstop covers timeouts */
+        if (exited(pid))
             break;
-        }
-        struct pollfd p[2] = { { pidfd, POLLIN, 0 }, { sock, POLLIN, 0 } };
+        struct pollfd p[2] = { { chld_fd, POLLIN, 0 }, { sock, POLLIN, 0 } };
         int wait = -1;
         if (!*timed_out && !*killed) {
             double left = deadline - now_ms();
@@ -180,8 +205,12 @@ static int watch(int sock, pid_t pid, uint32_t timeout_ms, int pidns, int *timed
             break;
         if (n <= 0)
             continue;
-        if (p[0].revents)
-            break;
+        if (p[0].revents) { /* some SIGCHLD (maybe a grandchild's): drain, then look at the child again */
+            struct signalfd_siginfo si[8];
+            while (read(chld_fd, si, sizeof si) > 0)
+                ;
+            continue;
+        }
         if (p[1].revents) {
             char c[256];
             ssize_t k = recv(sock, c, sizeof c, 0);
@@ -195,8 +224,6 @@ static int watch(int sock, pid_t pid, uint32_t timeout_ms, int pidns, int *timed
             }
         }
     }
-    if (pidfd >= 0)
-        close(pidfd);
     if (!pidns)
         killpg(pid, SIGKILL); /* the (zombie, not yet reaped) child's group */
     int status = 0;
@@ -248,6 +275,8 @@ static PyObject *serve(PyObject *self, PyObject *args) {
     }
     memcpy(child_filter, filter ? filter : "", (size_t)filter_len);
     child_filter_len = (size_t)filter_len;
+    if (chld_fd < 0 && chld_setup() < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
     int fds[MAX_FDS], nfds = 0;
     ssize_t n = 0;
     int have_pending = 0;

@@ -172,13 +172,17 @@ NOTIFY_SYSCALLS = {"inotify_init": 253, "inotify_init1": 294, "inotify_add_watch
                    "fanotify_mark": 301}
 # Machine-wide figures and counters a call could read, or advance for another call to read: sysinfo()
 # (free and shared RAM move with another test's tmpfs pages), the socket cookie counter (getsockopt
-# SO_COOKIE); the pidfs inode counter is read through a pidfd (pidfd_open is denied in calls only, by
-# CHILD_ONLY_SYSCALLS, since the template waits on its child through one; clone's CLONE_PIDFD for all).
+# SO_COOKIE); the pidfs inode counter is read through a pidfd: clone's CLONE_PIDFD is denied, and pidfd_open
+# (CHILD_ONLY_SYSCALLS) by the template's filter where its loop is the C one, which waits on its child through
+# a SIGCHLD signalfd; the Python loop waits on a pidfd, so there each child adds child_seccomp_program (a
+# filter installed per call costs its JIT compile, a few hundred microseconds on a loaded VM).
 COUNTER_SYSCALLS = {"sysinfo": 99}
 _NR_GETSOCKOPT, _NR_SETSOCKOPT, CLONE_PIDFD = 55, 54, 0x1000
-# (level, optname) refused: SOL_SOCKET/SO_COOKIE reads the counter; SOL_IPV6/IPV6_FLOWLABEL_MGR leases flow
-# labels, state of the worker's network namespace (which outlives calls) that a later call finds by EEXIST.
-DENIED_SOCKOPTS = ((1, 57), (41, 32))
+# (level, optname) refused: SOL_SOCKET/SO_COOKIE reads the counter; SO_PEERPIDFD (get) and SO_PASSPIDFD (set)
+# hand out pidfds of a unix socket's peer; SOL_IPV6/IPV6_FLOWLABEL_MGR leases flow labels, state of the
+# worker's network namespace (which outlives calls) that a later call finds by EEXIST.
+DENIED_GETSOCKOPTS = ((1, 57), (1, 77), (41, 32))
+DENIED_SETSOCKOPTS = ((1, 76), (41, 32))
 CHILD_ONLY_SYSCALLS = {"pidfd_open": 434}
 # Futexes not flagged FUTEX_PRIVATE_FLAG on a page of a file mapping are keyed by (inode, offset): two
 # concurrent tests that map the same library could meet on one. Every operation that wakes or requeues
@@ -193,7 +197,7 @@ _NR_FLOCK, _NR_FCNTL, _NR_MADVISE, _NR_PREADV2, _NR_PWRITEV2 = 73, 72, 28, 327, 
 _F_SETLK, _F_SETLKW, _F_OFD_SETLK, _F_OFD_SETLKW, _F_NOTIFY = 6, 7, 37, 38, 1026
 # Measures that a benchmark may switch off one at a time (AGENTRL_SANDBOX_BENCH_OFF); the isolation report
 # then says the sandbox is weak.
-MEASURES = ("page_cache", "locks", "noatime", "pid_reset", "time_wait", "counters")
+MEASURES = ("page_cache", "locks", "noatime", "pid_reset", "time_wait", "counters", "call_cgroup")
 
 # Syscalls that act on the process named by an argument: allowed only on the caller itself (all of the
 # listed arguments 0), so a call cannot change its template's (or a sibling's) limits, priority, CPU set,
@@ -232,7 +236,7 @@ def _sockopt_block(nr: int, pairs, action: int) -> list[bytes]:
     return [_insn(_JEQ, 0, len(body), nr)] + body
 
 
-def seccomp_program(deny_connect: bool = True, *, off: tuple[str, ...] = ()) -> bytes:
+def seccomp_program(deny_connect: bool = True, *, off: tuple[str, ...] = (), deny_pidfd_open: bool = False) -> bytes:
     """A deny-list filter: EPERM for DENIED_SYSCALLS, clone with namespace flags and exotic socket
     families; ENOSYS for clone3 (glibc falls back to clone, whose flags we can inspect); kill on a
     foreign architecture or x32 numbers. Without network, also EPERM for connect() and for sendto()
@@ -255,6 +259,8 @@ def seccomp_program(deny_connect: bool = True, *, off: tuple[str, ...] = ()) -> 
     if "counters" not in off:
         denied.update(COUNTER_SYSCALLS)
         denied.update(FUTEX2_WAKERS)
+        if deny_pidfd_open:  # a template whose loop waits without a pidfd (the C loop: a SIGCHLD signalfd)
+            denied.update(CHILD_ONLY_SYSCALLS)
     # read, write, close, mmap, brk, ioctl, pread64...: numbers below the first one a rule names are allowed
     # at once, so the commonest calls skip the list.
     ruled = [*denied.values(), *PAGE_CACHE_SYSCALLS.values(), *(nr for nr, _ in SELF_ONLY_SYSCALLS.values()),
@@ -273,7 +279,7 @@ def seccomp_program(deny_connect: bool = True, *, off: tuple[str, ...] = ()) -> 
                                        (_F_OFD_SETLKW, granted), (_F_NOTIFY, eperm)])
     if "counters" not in off:
         einval = _RET_ERRNO | 22
-        for nr, pairs in ((_NR_GETSOCKOPT, DENIED_SOCKOPTS), (_NR_SETSOCKOPT, DENIED_SOCKOPTS[1:])):
+        for nr, pairs in ((_NR_GETSOCKOPT, DENIED_GETSOCKOPTS), (_NR_SETSOCKOPT, DENIED_SETSOCKOPTS)):
             p += _sockopt_block(nr, pairs, eperm)
         # futex(uaddr, op, ...): a shared (not FUTEX_PRIVATE_FLAG) waking op -> EINVAL
         wakers = len(_FUTEX_WAKERS)

@@ -118,8 +118,9 @@ class Zygote:
         self.note("landlock_scope", abi >= 6, "signals and abstract unix sockets scoped to the sandbox"
                   if abi >= 6 else f"needs Landlock ABI 6, have {abi}")
         if harden.X86_64:
-            self.seccomp = harden.seccomp_program(deny_connect=not self.network, off=self.off)
-            self.child_seccomp = b"" if "counters" in self.off else harden.child_seccomp_program()
+            c_loop = template_mod.fast_path() == "C"  # it waits without a pidfd: its own filter denies pidfd_open
+            self.seccomp = harden.seccomp_program(deny_connect=not self.network, off=self.off, deny_pidfd_open=c_loop)
+            self.child_seccomp = b"" if "counters" in self.off or c_loop else harden.child_seccomp_program()
             self.note("counters", "counters" not in self.off, "machine-wide counters and figures unreadable: "
                       "sysinfo, getsockopt(SO_COOKIE), pidfd_open, CLONE_PIDFD and IPv6 flow label leases "
                       "denied; shared futexes cannot be woken" if "counters" not in self.off else "switched off (AGENTRL_SANDBOX_BENCH_OFF)")
@@ -285,11 +286,12 @@ class Zygote:
         try:
             if tpl.cgroup is not None:
                 tpl.cgroup.set_call_limit(memory_mb)
+            move = tpl.cgroup is not None and "call_cgroup" not in self.off  # the child enters the calls' cgroup
             data = template_mod.pack(req, need_py=need_py, timeout=float(timeout), cpu_s=int(timeout) + 1,
                                      address_space=tpl.vm_size() + memory_mb * (1 << 20), fsize=fsize_mb << 20,
-                                     nproc=nproc, cgroup=tpl.cgroup is not None)
+                                     nproc=nproc, cgroup=move)
             # the calls' cgroup.procs last (kept open by the cgroup, not closed below)
-            socket.send_fds(tpl.sock, [data], fds + ([tpl.cgroup.procs_fd()] if tpl.cgroup is not None else []))
+            socket.send_fds(tpl.sock, [data], fds + ([tpl.cgroup.procs_fd()] if move else []))
         except BaseException:
             for fd in (r_res, r_out, r_err):
                 if fd is not None:
