@@ -9,6 +9,7 @@ a stacked seccomp filter installed (each call's child: harden.child_seccomp_prog
 (harden.seccomp_program, once more on top of the one this process runs under, as a template does) run on
 10,000 cheap syscalls (getppid: allowed at its first jump) and on 10,000 futex
 wakes (the arguments checked). CPU time, not wall time: other jobs on the machine disturb it much less.
+First it splits a trivial grader call's CPU by process role (host, zygotes, templates, the calls' children).
 Needs root (cgroups); Linux, x86_64.
 """
 
@@ -66,11 +67,73 @@ def in_child_filtered(n: int, program: bytes, call) -> float:
     return float(os.read(r, 100))
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> tuple[float, float]:
+    """(own CPU, CPU of its reaped children) of a process, in seconds."""
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0, 0.0
+    return (int(fields[11]) + int(fields[12])) / TICK, (int(fields[13]) + int(fields[14])) / TICK
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in open(f"/proc/{pid}/task/{pid}/children").read().split()]
+    except OSError:
+        return []
+
+
+def _roles(sb) -> dict[str, float]:
+    """CPU so far by role: the host process, the zygotes, the template factories and templates (their own
+    loops), and the calls' children (reaped by the templates)."""
+    out = {"host": sum(getattr(resource.getrusage(resource.RUSAGE_SELF), f) for f in ("ru_utime", "ru_stime")),
+           "zygotes": 0.0, "templates": 0.0, "calls' children": 0.0}
+    for pool in sb._pools.values():
+        for w in pool.workers:
+            out["zygotes"] += _stat(w.proc.pid)[0]
+            for c in _children(w.proc.pid):
+                for t in [c, *_children(c)]:
+                    own, reaped = _stat(t)
+                    out["templates"] += own
+                    out["calls' children"] += reaped if t != c or not _children(c) else 0.0
+    return out
+
+
+def split(calls: int, rounds: int) -> None:
+    """Where a trivial grader call's CPU goes, by process role (one client thread, 2 workers)."""
+    from agentrl.sandbox import Sandbox
+
+    grader = "def grade(sample, item):\n    return 1.0 if sample.final_answer == item['answer'] else 0.0\n"
+    sb = Sandbox(size=2)
+    for _ in range(50):  # warm: templates started, grader compiled
+        sb.run_grader(grader, "g.py", {"final_answer": "4"}, {"answer": "4"})
+    per: dict[str, list[float]] = {}
+    for _ in range(rounds):
+        before, t0 = _roles(sb), time.perf_counter()
+        for _ in range(calls):
+            sb.run_grader(grader, "g.py", {"final_answer": "4"}, {"answer": "4"})
+        wall, after = time.perf_counter() - t0, _roles(sb)
+        for role in before:
+            per.setdefault(role, []).append((after[role] - before[role]) / calls)
+        per.setdefault("wall (one thread)", []).append(wall / calls)
+    sb.close()
+    print(f"where a trivial grader call's CPU goes ({rounds} x {calls} calls, one client thread; load "
+          f"{os.getloadavg()[0]:.2f}), microseconds per call:")
+    for role, values in per.items():
+        print(f"  {role:<20} {statistics.median(values) * 1e6:8.0f} (rounds {', '.join(f'{v * 1e6:.0f}' for v in values)})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--forks", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--split-calls", type=int, default=1000, help="calls per round of the split by role (0: skip)")
     args = ap.parse_args()
+    if args.split_calls:
+        split(args.split_calls, args.rounds)
     base, why = cgroup.find_base()
     cg = cgroup.MemoryCgroup(base, f"{os.getpid()}-bench") if base else None
     child_program, full = harden.child_seccomp_program(), harden.seccomp_program()
