@@ -247,7 +247,10 @@ def seccomp_program(deny_connect: bool = True, *, off: tuple[str, ...] = (), den
     PAGE_CACHE_SYSCALLS, madvise(MADV_COLD/MADV_PAGEOUT) and RWF_NOWAIT reads and writes; EPERM for
     NOTIFY_SYSCALLS and fcntl(F_NOTIFY); and locks (flock, fcntl F_SETLK/F_SETLKW/F_OFD_SETLK/F_OFD_SETLKW)
     succeed without locking anything, so no sandboxed process ever holds a lock that another could see
-    (F_GETLK keeps working and reports none). A call's own processes get no mutual exclusion from locks."""
+    (F_GETLK keeps working and reports none). A call's own processes get no mutual exclusion from locks.
+    Machine-wide counters and figures ("counters"): EPERM for sysinfo, the futex2 wakes, the socket options
+    of DENIED_GETSOCKOPTS / DENIED_SETSOCKOPTS, clone with CLONE_PIDFD and (`deny_pidfd_open`) pidfd_open;
+    EINVAL for a waking futex operation without FUTEX_PRIVATE_FLAG."""
     eperm, enosys, granted = _RET_ERRNO | 1, _RET_ERRNO | 38, _RET_ERRNO | 0
     p = [_insn(_LD_W_ABS, 0, 0, 4), _insn(_JEQ, 1, 0, _AUDIT_ARCH_X86_64), _insn(_RET, 0, 0, _RET_KILL),
          _insn(_LD_W_ABS, 0, 0, 0), _insn(_JGE, 0, 1, 0x40000000), _insn(_RET, 0, 0, _RET_KILL)]
