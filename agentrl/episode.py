@@ -24,7 +24,6 @@ tool and user tokens are masked out and generated ids are never re-encoded; a te
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -262,9 +261,13 @@ class Episode:
 
 
 def _as_args(arguments: Any) -> Any:
+    """The parsed arguments, or the text itself where it is not JSON (NaN and Infinity included: the
+    session answers the model with the reason, and the record keeps the text)."""
     if isinstance(arguments, str):
+        from agentrl.tools.session import strict_json
+
         try:
-            return json.loads(arguments)
-        except json.JSONDecodeError:
+            return strict_json(arguments)
+        except ValueError:  # json.JSONDecodeError is one
             return arguments
     return arguments

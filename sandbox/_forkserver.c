@@ -29,9 +29,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -41,6 +45,7 @@
 #define MAGIC 0x61726c31u /* "arl1" */
 #define F_NEED_PY 1u
 #define F_KILL 2u
+#define F_CGROUP 4u /* the last descriptor is the calls' cgroup.procs: the child moves itself in */
 #define MAX_FDS 8
 #define CALL_FDS 5
 #define FD_FLOOR 100
@@ -107,6 +112,10 @@ static void close_all(int *fds, int nfds) {
 struct caps_header { uint32_t version; int pid; };
 struct caps_data { uint32_t effective, permitted, inheritable; };
 
+/* The filter each child adds to the template's (sandbox/harden.child_seccomp_program), set by serve(). */
+static unsigned char child_filter[4096];
+static size_t child_filter_len;
+
 static int child_setup(int *fds, int nfds, const struct req *r, int pidns, unsigned call_uid) {
     int high[CALL_FDS + 1];
     int keep = nfds > CALL_FDS ? CALL_FDS + 1 : CALL_FDS;
@@ -131,6 +140,11 @@ static int child_setup(int *fds, int nfds, const struct req *r, int pidns, unsig
     }
     if (!pidns && setpgid(0, 0) < 0)
         return -1;
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    if (sigprocmask(SIG_UNBLOCK, &chld, NULL) < 0)
+        return -1;
     if (call_uid) { /* the calls' uid, and no capabilities left (the template kept CAP_SETUID, CAP_SETGID, CAP_KILL) */
         struct caps_header h = { 0x20080522, 0 };
         struct caps_data d[2];
@@ -139,19 +153,43 @@ static int child_setup(int *fds, int nfds, const struct req *r, int pidns, unsig
             syscall(SYS_capset, &h, d) < 0)
             return -1;
     }
+    if (child_filter_len) {
+        struct sock_fprog prog = { (unsigned short)(child_filter_len / 8), (struct sock_filter *)child_filter };
+        if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+            return -1;
+    }
     return 0;
+}
+
+/* SIGCHLD, blocked in the template and read from this signalfd: the template learns that its child exited
+ * without a pidfd, so calls can be denied pidfd_open (a pidfd's inode number reads the machine-wide pidfs
+ * counter). A child unblocks SIGCHLD before its call runs. */
+static int chld_fd = -1;
+
+static int chld_setup(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+        return -1;
+    chld_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    return chld_fd < 0 ? -1 : 0;
+}
+
+static int exited(pid_t pid) { /* without reaping it */
+    siginfo_t info;
+    info.si_pid = 0;
+    return waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
 }
 
 /* Wait for the child; kill it at the deadline or when the zygote says so; then sweep. */
 static int watch(int sock, pid_t pid, uint32_t timeout_ms, int pidns, int *timed_out, int *killed) {
-    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     double deadline = now_ms() + timeout_ms;
     *timed_out = *killed = 0;
     for (;;) {
-        if (pidfd < 0) { /* no pidfd: fall back to a blocking wait, the zygote's backstop covers timeouts */
+        if (exited(pid))
             break;
-        }
-        struct pollfd p[2] = { { pidfd, POLLIN, 0 }, { sock, POLLIN, 0 } };
+        struct pollfd p[2] = { { chld_fd, POLLIN, 0 }, { sock, POLLIN, 0 } };
         int wait = -1;
         if (!*timed_out && !*killed) {
             double left = deadline - now_ms();
@@ -167,8 +205,12 @@ static int watch(int sock, pid_t pid, uint32_t timeout_ms, int pidns, int *timed
             break;
         if (n <= 0)
             continue;
-        if (p[0].revents)
-            break;
+        if (p[0].revents) { /* some SIGCHLD (maybe a grandchild's): drain, then look at the child again */
+            struct signalfd_siginfo si[8];
+            while (read(chld_fd, si, sizeof si) > 0)
+                ;
+            continue;
+        }
         if (p[1].revents) {
             char c[256];
             ssize_t k = recv(sock, c, sizeof c, 0);
@@ -182,8 +224,6 @@ static int watch(int sock, pid_t pid, uint32_t timeout_ms, int pidns, int *timed
             }
         }
     }
-    if (pidfd >= 0)
-        close(pidfd);
     if (!pidns)
         killpg(pid, SIGKILL); /* the (zombie, not yet reaped) child's group */
     int status = 0;
@@ -225,8 +265,18 @@ static PyObject *serve(PyObject *self, PyObject *args) {
     (void)self;
     int sock, pidns, resume = 0, reset_fd = -1;
     unsigned call_uid = 0;
-    if (!PyArg_ParseTuple(args, "ip|pIi", &sock, &pidns, &resume, &call_uid, &reset_fd))
+    const char *filter = NULL;
+    Py_ssize_t filter_len = 0;
+    if (!PyArg_ParseTuple(args, "ip|pIiy#", &sock, &pidns, &resume, &call_uid, &reset_fd, &filter, &filter_len))
         return NULL;
+    if (filter_len > (Py_ssize_t)sizeof child_filter) {
+        PyErr_SetString(PyExc_ValueError, "child seccomp filter too long");
+        return NULL;
+    }
+    memcpy(child_filter, filter ? filter : "", (size_t)filter_len);
+    child_filter_len = (size_t)filter_len;
+    if (chld_fd < 0 && chld_setup() < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
     int fds[MAX_FDS], nfds = 0;
     ssize_t n = 0;
     int have_pending = 0;
@@ -278,7 +328,14 @@ static PyObject *serve(PyObject *self, PyObject *args) {
             pid = fork(); /* GIL held; the template is single-threaded */
         }
         if (pid == 0) {
-            if (child_setup(fds, nfds, &r, pidns, call_uid) < 0) {
+            int ncall = nfds;
+            if (r.flags & F_CGROUP) { /* out of the template's cgroup before anything of the call runs */
+                ncall--;
+                if (write(fds[ncall], "0", 1) != 1)
+                    ncall = -1;
+                close(fds[ncall < 0 ? nfds - 1 : ncall]);
+            }
+            if (ncall < CALL_FDS || child_setup(fds, ncall, &r, pidns, call_uid) < 0) {
                 char msg[128];
                 int len = snprintf(msg, sizeof msg, "sandbox child set-up failed: %s\n", strerror(errno));
                 if (write(2, msg, len) < 0) {
@@ -319,7 +376,7 @@ PyMODINIT_FUNC PyInit__forkserver(void) {
     if (!m)
         return NULL;
     if (PyModule_AddIntConstant(m, "MAGIC", MAGIC) < 0 || PyModule_AddIntConstant(m, "F_NEED_PY", F_NEED_PY) < 0 ||
-        PyModule_AddIntConstant(m, "F_KILL", F_KILL) < 0 ||
+        PyModule_AddIntConstant(m, "F_KILL", F_KILL) < 0 || PyModule_AddIntConstant(m, "F_CGROUP", F_CGROUP) < 0 ||
         PyModule_AddIntConstant(m, "HEADER_SIZE", sizeof(struct req)) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -84,7 +84,9 @@ class Sandbox:
             raise SandboxError("env must map str to str", "bad_input")
         read_paths = [os.path.realpath(str(p)) for p in read_paths]
         try:
-            payload = json.dumps({"sample": sample, "item": item}, allow_nan=False).encode()
+            # NaN and infinities pass as Python's json writes them (the child's json.loads reads them back):
+            # a tool call's arguments are the model's text, and `{"x": NaN}` there is not the grader's fault.
+            payload = json.dumps({"sample": sample, "item": item}).encode()
         except (TypeError, ValueError, RecursionError) as e:
             raise SandboxError(f"sample/item are not JSON-shaped ({type(e).__name__}: {str(e)[:200]}); "
                                "pass plain dicts, lists, str, numbers, bool, None", "bad_input") from None

@@ -1,11 +1,13 @@
-"""One memory cgroup per template: the memory of all the processes of a call counted together.
+"""Two memory cgroups per template: its own, and one inside it for its calls.
 
 RLIMIT_AS bounds each process; a call that forks can still use `nproc` times `memory_mb`. The zygote
-(root) makes a cgroup beside its own in the cgroup v1 memory hierarchy, the template moves itself in
-before it locks down, and every child it forks is counted there. Before a call the zygote sets the
-limit to what the template already holds plus the call's `memory_mb`; when a call's processes reach it
-the kernel's OOM killer ends one of them, and the zygote tells that apart from other kills by the
-cgroup's OOM-kill counter.
+(root) makes a cgroup beside its own in the cgroup v1 memory hierarchy and puts the template there before
+its first call, and a `call` cgroup inside it. Each child the template forks moves itself into `call`
+first thing (through a descriptor of its `cgroup.procs` that the zygote opened and sends with each call),
+so everything a call's processes charge (their pages, tmpfs and memfd pages they write, socket buffers) is
+counted there and bounded by `memory_mb`; when it is reached the kernel's OOM killer chooses among the
+call's processes only, never the template, whose memory the call's pages do not count against. The zygote
+tells an OOM kill from other kills by the call cgroup's OOM-kill counter.
 
 Only the v1 memory controller is supported (this is what the machines agentrl is developed on have);
 elsewhere `find_base` says why not and the isolation report shows `cgroups: NO`.
@@ -57,45 +59,55 @@ def sweep(base: str) -> None:
             continue
         owner = name[len(PREFIX):].split("-")[0]
         if owner.isdigit() and not os.path.exists(f"/proc/{owner}"):
-            try:
-                os.rmdir(os.path.join(base, name))
-            except OSError:
-                pass
+            for path in (os.path.join(base, name, "call"), os.path.join(base, name)):
+                try:
+                    os.rmdir(path)
+                except OSError:
+                    pass
 
 
 class MemoryCgroup:
     def __init__(self, base: str, name: str) -> None:
         self.path = os.path.join(base, PREFIX + name)
-        os.makedirs(self.path, exist_ok=True)
+        self.call = os.path.join(self.path, "call")  # the calls' cgroup, inside the template's
+        os.makedirs(self.call, exist_ok=True)
         self.limit: int | None = None
-        self.baseline: int | None = None  # what the template itself holds, read once it has settled
+        self.baseline: int | None = None  # kept for callers that reset it; a call's cgroup starts empty
+        self._procs: int | None = None
 
-    def _read(self, name: str) -> str:
-        with open(os.path.join(self.path, name)) as f:
+    def _read(self, name: str, where: str | None = None) -> str:
+        with open(os.path.join(where or self.call, name)) as f:
             return f.read()
 
-    def _write(self, name: str, value: str) -> None:
-        with open(os.path.join(self.path, name), "w") as f:
+    def _write(self, name: str, value: str, where: str | None = None) -> None:
+        with open(os.path.join(where or self.call, name), "w") as f:
             f.write(value)
 
-    def enter(self) -> None:
-        """Move the calling process in (the template, before it locks down)."""
-        self._write("cgroup.procs", "0")
+    def place_template(self, pid: int) -> None:
+        """Put the template in its own cgroup (not the calls'), before its first call."""
+        self._write("cgroup.procs", str(pid), self.path)
+
+    def procs_fd(self) -> int:
+        """A descriptor of the calls' `cgroup.procs`, opened here (as root): a child writes "0" to it to
+        move itself in. The same descriptor is sent with every call."""
+        if self._procs is None:
+            self._procs = os.open(os.path.join(self.call, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
+        return self._procs
 
     def usage(self) -> int:
         return int(self._read("memory.usage_in_bytes"))
 
     def set_call_limit(self, memory_mb: int) -> None:
-        if self.baseline is None:
-            self.baseline = self.usage()
-        limit = self.baseline + memory_mb * (1 << 20)
+        """`memory_mb` for everything the call's processes charge (pages they share with the template
+        unchanged are charged to the template's cgroup)."""
+        limit = memory_mb * (1 << 20)
         if limit != self.limit:
             self._write("memory.limit_in_bytes", str(limit))
             self.limit = limit
 
     def pids(self) -> set[int]:
-        """The processes in it now (exited ones may still be listed until reaped)."""
-        return {int(x) for x in self._read("cgroup.procs").split()}
+        """The processes in it now, the template's and the calls' (exited ones may be listed until reaped)."""
+        return {int(x) for where in (self.path, self.call) for x in self._read("cgroup.procs", where).split()}
 
     def oom_kills(self) -> int:
         for line in self._read("memory.oom_control").splitlines():
@@ -105,7 +117,11 @@ class MemoryCgroup:
         return 0
 
     def remove(self) -> None:
-        try:
-            os.rmdir(self.path)
-        except OSError:
-            pass  # still busy: the next zygote's sweep removes it
+        if self._procs is not None:
+            os.close(self._procs)
+            self._procs = None
+        for path in (self.call, self.path):
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass  # still busy: the next zygote's sweep removes it

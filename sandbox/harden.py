@@ -138,7 +138,7 @@ def landlock_restrict(ruleset_fd: int) -> None:
 # ---------------------------------------------------------------- seccomp
 _AUDIT_ARCH_X86_64 = 0xC000003E
 _RET_ALLOW, _RET_KILL, _RET_ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
-_LD_W_ABS, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
+_LD_W_ABS, _JEQ, _JGE, _JSET, _RET, _AND = 0x20, 0x15, 0x35, 0x45, 0x06, 0x54
 # x86_64 numbers of syscalls untrusted Python never needs: kernel attack surface, namespaces, tracing.
 DENIED_SYSCALLS = {
     "ptrace": 101, "syslog": 103, "personality": 135, "uselib": 134, "vhangup": 153, "pivot_root": 155,
@@ -170,13 +170,34 @@ PAGE_CACHE_SYSCALLS = {"fadvise64": 221, "readahead": 187, "mincore": 27, "cache
 # a concurrent call, opens or reads a file or directory that both can read.
 NOTIFY_SYSCALLS = {"inotify_init": 253, "inotify_init1": 294, "inotify_add_watch": 254, "fanotify_init": 300,
                    "fanotify_mark": 301}
+# Machine-wide figures and counters a call could read, or advance for another call to read: sysinfo()
+# (free and shared RAM move with another test's tmpfs pages), the socket cookie counter (getsockopt
+# SO_COOKIE); the pidfs inode counter is read through a pidfd: clone's CLONE_PIDFD is denied, and pidfd_open
+# (CHILD_ONLY_SYSCALLS) by the template's filter where its loop is the C one, which waits on its child through
+# a SIGCHLD signalfd; the Python loop waits on a pidfd, so there each child adds child_seccomp_program (a
+# filter installed per call costs its JIT compile, a few hundred microseconds on a loaded VM).
+COUNTER_SYSCALLS = {"sysinfo": 99}
+_NR_GETSOCKOPT, _NR_SETSOCKOPT, CLONE_PIDFD = 55, 54, 0x1000
+# (level, optname) refused: SOL_SOCKET/SO_COOKIE reads the counter; SO_PEERPIDFD (get) and SO_PASSPIDFD (set)
+# hand out pidfds of a unix socket's peer; SOL_IPV6/IPV6_FLOWLABEL_MGR leases flow labels, state of the
+# worker's network namespace (which outlives calls) that a later call finds by EEXIST.
+DENIED_GETSOCKOPTS = ((1, 57), (1, 77), (41, 32))
+DENIED_SETSOCKOPTS = ((1, 76), (41, 32))
+CHILD_ONLY_SYSCALLS = {"pidfd_open": 434}
+# Futexes not flagged FUTEX_PRIVATE_FLAG on a page of a file mapping are keyed by (inode, offset): two
+# concurrent tests that map the same library could meet on one. Every operation that wakes or requeues
+# another waiter is refused unless private (EINVAL, which glibc's wrappers take as "nothing to wake");
+# the futex2 calls that wake are refused whole (glibc does not use them).
+_NR_FUTEX, _FUTEX_PRIVATE, _FUTEX_CMD_MASK = 202, 128, 0x7F
+_FUTEX_WAKERS = (1, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13)  # WAKE, REQUEUE, CMP_REQUEUE, WAKE_OP, *_PI, WAKE_BITSET
+FUTEX2_WAKERS = {"futex_wake": 454, "futex_requeue": 456}
 MADV_COLD, MADV_PAGEOUT, RWF_NOWAIT = 20, 21, 8
 _NR_FLOCK, _NR_FCNTL, _NR_MADVISE, _NR_PREADV2, _NR_PWRITEV2 = 73, 72, 28, 327, 328
 # fcntl commands that take a lock (POSIX record locks and open-file-description locks) and dnotify.
 _F_SETLK, _F_SETLKW, _F_OFD_SETLK, _F_OFD_SETLKW, _F_NOTIFY = 6, 7, 37, 38, 1026
 # Measures that a benchmark may switch off one at a time (AGENTRL_SANDBOX_BENCH_OFF); the isolation report
 # then says the sandbox is weak.
-MEASURES = ("page_cache", "locks", "noatime", "pid_reset", "time_wait")
+MEASURES = ("page_cache", "locks", "noatime", "pid_reset", "time_wait", "counters", "call_cgroup")
 
 # Syscalls that act on the process named by an argument: allowed only on the caller itself (all of the
 # listed arguments 0), so a call cannot change its template's (or a sibling's) limits, priority, CPU set,
@@ -205,7 +226,17 @@ def _arg_block(nr: int, arg: int, cases: list[tuple[int, int]], *, mask: bool = 
     return [_insn(_JEQ, 0, len(body), nr)] + body
 
 
-def seccomp_program(deny_connect: bool = True, *, off: tuple[str, ...] = ()) -> bytes:
+def _sockopt_block(nr: int, pairs, action: int) -> list[bytes]:
+    """For getsockopt/setsockopt `nr`: `action` when (level, optname) (arguments 1, 2) is one of `pairs`."""
+    body = []
+    for level, name in pairs:  # each pair: 4 instructions; a miss goes on to the next pair
+        body += [_insn(_LD_W_ABS, 0, 0, 32), _insn(_JEQ, 0, 2, name), _insn(_LD_W_ABS, 0, 0, 24),
+                 _insn(_JEQ, 4 * (len(pairs) - len(body) // 4 - 1) + 1, 0, level)]
+    body += [_insn(_RET, 0, 0, _RET_ALLOW), _insn(_RET, 0, 0, action)]
+    return [_insn(_JEQ, 0, len(body), nr)] + body
+
+
+def seccomp_program(deny_connect: bool = True, *, off: tuple[str, ...] = (), deny_pidfd_open: bool = False) -> bytes:
     """A deny-list filter: EPERM for DENIED_SYSCALLS, clone with namespace flags and exotic socket
     families; ENOSYS for clone3 (glibc falls back to clone, whose flags we can inspect); kill on a
     foreign architecture or x32 numbers. Without network, also EPERM for connect() and for sendto()
@@ -216,7 +247,10 @@ def seccomp_program(deny_connect: bool = True, *, off: tuple[str, ...] = ()) -> 
     PAGE_CACHE_SYSCALLS, madvise(MADV_COLD/MADV_PAGEOUT) and RWF_NOWAIT reads and writes; EPERM for
     NOTIFY_SYSCALLS and fcntl(F_NOTIFY); and locks (flock, fcntl F_SETLK/F_SETLKW/F_OFD_SETLK/F_OFD_SETLKW)
     succeed without locking anything, so no sandboxed process ever holds a lock that another could see
-    (F_GETLK keeps working and reports none). A call's own processes get no mutual exclusion from locks."""
+    (F_GETLK keeps working and reports none). A call's own processes get no mutual exclusion from locks.
+    Machine-wide counters and figures ("counters"): EPERM for sysinfo, the futex2 wakes, the socket options
+    of DENIED_GETSOCKOPTS / DENIED_SETSOCKOPTS, clone with CLONE_PIDFD and (`deny_pidfd_open`) pidfd_open;
+    EINVAL for a waking futex operation without FUTEX_PRIVATE_FLAG."""
     eperm, enosys, granted = _RET_ERRNO | 1, _RET_ERRNO | 38, _RET_ERRNO | 0
     p = [_insn(_LD_W_ABS, 0, 0, 4), _insn(_JEQ, 1, 0, _AUDIT_ARCH_X86_64), _insn(_RET, 0, 0, _RET_KILL),
          _insn(_LD_W_ABS, 0, 0, 0), _insn(_JGE, 0, 1, 0x40000000), _insn(_RET, 0, 0, _RET_KILL)]
@@ -225,11 +259,16 @@ def seccomp_program(deny_connect: bool = True, *, off: tuple[str, ...] = ()) -> 
         denied.update(PAGE_CACHE_SYSCALLS)
     if "locks" not in off:
         denied.update(NOTIFY_SYSCALLS)
+    if "counters" not in off:
+        denied.update(COUNTER_SYSCALLS)
+        denied.update(FUTEX2_WAKERS)
+        if deny_pidfd_open:  # a template whose loop waits without a pidfd (the C loop: a SIGCHLD signalfd)
+            denied.update(CHILD_ONLY_SYSCALLS)
     # read, write, close, mmap, brk, ioctl, pread64...: numbers below the first one a rule names are allowed
     # at once, so the commonest calls skip the list.
     ruled = [*denied.values(), *PAGE_CACHE_SYSCALLS.values(), *(nr for nr, _ in SELF_ONLY_SYSCALLS.values()),
              _NR_MADVISE, _NR_PREADV2, _NR_PWRITEV2, _NR_FLOCK, _NR_FCNTL, _NR_CLONE3, _NR_CONNECT, _NR_SENDTO,
-             _NR_CLONE, _NR_SOCKET]
+             _NR_CLONE, _NR_SOCKET, _NR_GETSOCKOPT, _NR_SETSOCKOPT, _NR_FUTEX]
     p += [_insn(_JGE, 1, 0, min(ruled)), _insn(_RET, 0, 0, _RET_ALLOW)]
     for nr in sorted(denied.values()):
         p += [_insn(_JEQ, 0, 1, nr), _insn(_RET, 0, 0, eperm)]
@@ -241,6 +280,16 @@ def seccomp_program(deny_connect: bool = True, *, off: tuple[str, ...] = ()) -> 
         p += [_insn(_JEQ, 0, 1, _NR_FLOCK), _insn(_RET, 0, 0, granted)]
         p += _arg_block(_NR_FCNTL, 1, [(_F_SETLK, granted), (_F_SETLKW, granted), (_F_OFD_SETLK, granted),
                                        (_F_OFD_SETLKW, granted), (_F_NOTIFY, eperm)])
+    if "counters" not in off:
+        einval = _RET_ERRNO | 22
+        for nr, pairs in ((_NR_GETSOCKOPT, DENIED_GETSOCKOPTS), (_NR_SETSOCKOPT, DENIED_SETSOCKOPTS)):
+            p += _sockopt_block(nr, pairs, eperm)
+        # futex(uaddr, op, ...): a shared (not FUTEX_PRIVATE_FLAG) waking op -> EINVAL
+        wakers = len(_FUTEX_WAKERS)
+        p += [_insn(_JEQ, 0, wakers + 5, _NR_FUTEX), _insn(_LD_W_ABS, 0, 0, 24),
+              _insn(_JSET, wakers + 1, 0, _FUTEX_PRIVATE), _insn(_AND, 0, 0, _FUTEX_CMD_MASK)]
+        p += [_insn(_JEQ, wakers - i, 0, op) for i, op in enumerate(_FUTEX_WAKERS)]
+        p += [_insn(_RET, 0, 0, _RET_ALLOW), _insn(_RET, 0, 0, einval)]
     p += [_insn(_JEQ, 0, 1, _NR_CLONE3), _insn(_RET, 0, 0, enosys)]
     if deny_connect:
         p += [_insn(_JEQ, 0, 1, _NR_CONNECT), _insn(_RET, 0, 0, eperm)]
@@ -255,8 +304,9 @@ def seccomp_program(deny_connect: bool = True, *, off: tuple[str, ...] = ()) -> 
                       _insn(_LD_W_ABS, 0, 0, 20 + 8 * a), _insn(_JEQ, 0, 4 * n - 4 * k - 3, 0)]
         block += [_insn(_RET, 0, 0, _RET_ALLOW), _insn(_RET, 0, 0, eperm)]
         p += [_insn(_JEQ, 0, len(block), nr)] + block
-    # clone: args[0] (flags) low word at offset 16
-    p += [_insn(_JEQ, 0, 4, _NR_CLONE), _insn(_LD_W_ABS, 0, 0, 16), _insn(_JSET, 0, 1, _NS_FLAGS),
+    # clone: args[0] (flags) low word at offset 16; CLONE_PIDFD too, which would hand out a pidfd
+    clone_denied = _NS_FLAGS | (0 if "counters" in off else CLONE_PIDFD)
+    p += [_insn(_JEQ, 0, 4, _NR_CLONE), _insn(_LD_W_ABS, 0, 0, 16), _insn(_JSET, 0, 1, clone_denied),
           _insn(_RET, 0, 0, eperm), _insn(_RET, 0, 0, _RET_ALLOW)]
     # socket: args[0] (family)
     n = len(_ALLOWED_SOCKET_FAMILIES)
@@ -266,6 +316,16 @@ def seccomp_program(deny_connect: bool = True, *, off: tuple[str, ...] = ()) -> 
     p += [_insn(_RET, 0, 0, _RET_ERRNO | 97)]  # EAFNOSUPPORT
     p += [_insn(_RET, 0, 0, _RET_ALLOW)]
     return b"".join(p)
+
+
+def child_seccomp_program() -> bytes:
+    """The filter each call's child adds to the template's: EPERM for CHILD_ONLY_SYSCALLS (what the
+    template itself needs). Stacked filters all run; the architecture was checked by the first."""
+    eperm = _RET_ERRNO | 1
+    p = [_insn(_LD_W_ABS, 0, 0, 0)]
+    for nr in CHILD_ONLY_SYSCALLS.values():
+        p += [_insn(_JEQ, 0, 1, nr), _insn(_RET, 0, 0, eperm)]
+    return b"".join(p + [_insn(_RET, 0, 0, _RET_ALLOW)])
 
 
 class _SockFprog(ctypes.Structure):
@@ -331,6 +391,7 @@ def drop_to_uid_keeping_setuid(uid: int, *, pid_reset: bool = False) -> None:
 
 
 MOUNT_ATTR_NOATIME, MOUNT_ATTR__ATIME, AT_RECURSIVE, _NR_MOUNT_SETATTR = 0x10, 0x70, 0x8000, 442
+MOUNT_ATTR_RDONLY = 0x1
 
 
 def noatime_all(root: str = "/") -> None:
@@ -339,6 +400,16 @@ def noatime_all(root: str = "/") -> None:
     attr = ctypes.create_string_buffer(struct.pack("<QQQQ", MOUNT_ATTR_NOATIME, MOUNT_ATTR__ATIME, 0, 0), 32)
     _check(_libc.syscall(_NR_MOUNT_SETATTR, ctypes.c_int(-100), root.encode(), ctypes.c_uint(AT_RECURSIVE), attr,
                          ctypes.c_size_t(32)), "mount_setattr(MOUNT_ATTR_NOATIME)")
+
+
+def readonly_tree(root: str) -> None:
+    """Bind `root` onto itself with its submounts and make them all read-only (Linux >= 5.12). Device nodes
+    stay usable (a read-only mount does not stop writing to /dev/null), but no process can change their
+    inodes: `utimensat(NULL)`, which needs only write permission, fails with EROFS."""
+    mount(root, root, None, MS_BIND | MS_REC)
+    attr = ctypes.create_string_buffer(struct.pack("<QQQQ", MOUNT_ATTR_RDONLY, 0, 0, 0), 32)
+    _check(_libc.syscall(_NR_MOUNT_SETATTR, ctypes.c_int(-100), root.encode(), ctypes.c_uint(AT_RECURSIVE), attr,
+                         ctypes.c_size_t(32)), "mount_setattr(MOUNT_ATTR_RDONLY)")
 
 
 def become_call_uid(uid: int) -> None:

@@ -37,7 +37,8 @@ class Check:
 
 
 REQUIRED_FOR_MODEL_CODE = ("net_ns", "mount_ns", "pid_ns", "uid_drop", "landlock_fs", "seccomp", "rlimits",
-                           "env_empty", "noatime", "pid_reset", "page_cache", "shared_inodes")
+                           "env_empty", "noatime", "pid_reset", "page_cache", "shared_inodes", "dev_readonly",
+                           "counters")
 
 
 @dataclass

@@ -59,16 +59,18 @@ _PID_RESET = -1      # PID_RESET_FD once it is open, else -1
 _MAPS = ""
 _SCRATCH = "/"
 _CALL_UID = 0  # the uid each child moves to (0: stay, as a template without root does)
+_CHILD_SECCOMP = b""  # the filter each child adds (empty: none)
 # A request: this fixed header, then a marshal-encoded dict for the Python side (written by the trusted
 # zygote; marshal decodes with far fewer page writes than json). Same layout as struct req in _forkserver.c.
 HEADER = struct.Struct("<IIIIQQQQ")
-MAGIC, F_NEED_PY, F_KILL = 0x61726C31, 1, 2
+MAGIC, F_NEED_PY, F_KILL, F_CGROUP = 0x61726C31, 1, 2, 4  # F_CGROUP: the last fd is the calls' cgroup.procs
 KILL = HEADER.pack(MAGIC, F_KILL, 0, 0, 0, 0, 0, 0)
 
 
 def pack(req: dict, *, need_py: bool, timeout: float, cpu_s: int, address_space: int, fsize: int,
-         nproc: int) -> bytes:
-    head = HEADER.pack(MAGIC, F_NEED_PY if need_py else 0, int(timeout * 1000), 0, cpu_s, address_space, fsize, nproc)
+         nproc: int, cgroup: bool = False) -> bytes:
+    flags = (F_NEED_PY if need_py else 0) | (F_CGROUP if cgroup else 0)
+    head = HEADER.pack(MAGIC, flags, int(timeout * 1000), 0, cpu_s, address_space, fsize, nproc)
     return head + marshal.dumps(req)
 
 
@@ -183,7 +185,8 @@ class Template:
         if fast_path() == "C":
             resume = False
             while True:
-                what, data, fds = _forkserver.serve(SOCK_FD, self.pidns, resume, _CALL_UID, _PID_RESET)
+                what, data, fds = _forkserver.serve(SOCK_FD, self.pidns, resume, _CALL_UID, _PID_RESET,
+                                                    _CHILD_SECCOMP)
                 if what == "child":
                     self.run_child(marshal.loads(data))
                 self.prepare(marshal.loads(data[HEADER.size:]), fds)
@@ -217,7 +220,7 @@ class Template:
                 continue
             pid = _libc_fork()
             if pid == 0:
-                self.place(fds, limits)
+                self.place(fds, limits, cgroup=bool(flags & F_CGROUP))
                 self.run_child(marshal.loads(msg[HEADER.size:]))
             for fd in fds:
                 os.close(fd)
@@ -237,10 +240,14 @@ class Template:
             source = read_blobs(fds[5], req["src_len"]).decode("utf-8", "replace")
             self.cache[key] = (compile_grader(source, req["filename"]), source)
 
-    def place(self, fds: list[int], limits) -> None:
-        """Python fallback of child_setup in _forkserver.c."""
+    def place(self, fds: list[int], limits, cgroup: bool = False) -> None:
+        """Python fallback of child_setup in _forkserver.c (`cgroup`: move into the calls' cgroup first)."""
         try:
             import fcntl
+            if cgroup:
+                fd = fds.pop()
+                os.write(fd, b"0")
+                os.close(fd)
             high = [fcntl.fcntl(fd, fcntl.F_DUPFD, FD_FLOOR) for fd in fds[:6]]
             for target, fd in enumerate(high):
                 os.dup2(fd, target)
@@ -252,6 +259,8 @@ class Template:
                 os.setpgid(0, 0)
             if _CALL_UID:
                 harden.become_call_uid(_CALL_UID)
+            if _CHILD_SECCOMP:
+                harden.seccomp_install(_CHILD_SECCOMP)
         except BaseException:  # noqa: BLE001
             try:
                 traceback.print_exc(file=sys.stderr)
@@ -372,9 +381,12 @@ PR_SET_CHILD_SUBREAPER = 36
 
 def main(sock_fd: int, ruleset_fd: int | None, *, kind: str, network: bool, uid: int | None,
          call_uid: int | None, scratch: str, seccomp: bytes | None, pidns: bool, env: dict | None = None,
-         pid_reset: bool = False) -> None:
-    """Entry point in the process the zygote forked; never returns."""
+         pid_reset: bool = False, child_seccomp: bytes = b"") -> None:
+    """Entry point in the process the zygote forked; never returns. `child_seccomp`: a filter each call's
+    child adds to the template's (harden.child_seccomp_program)."""
     try:
+        global _CHILD_SECCOMP
+        _CHILD_SECCOMP = child_seccomp
         lock(sock_fd, ruleset_fd, uid=uid, call_uid=call_uid, scratch=scratch, seccomp=seccomp, env=env,
              pid_reset=pid_reset)
         Template(kind, network, pidns).serve()

@@ -116,9 +116,10 @@ def judge(header: dict, status: dict, blobs: list[bytes], expected, equal=None) 
     mode = header["mode"]
     if mode == "stdio":
         got = stdout.decode("utf-8", "replace")
-        if equal(got, expected) if equal else _normalize(got) == _normalize(expected):
+        same, why = _compare(equal, got, expected) if equal else (_normalize(got) == _normalize(expected), "")
+        if same:
             return TestVerdict(True, "pass", "")
-        return TestVerdict(False, "fail", f"expected stdout {short(expected, 120)}, got {short(got, 120)}")
+        return TestVerdict(False, "fail", f"expected stdout {short(expected, 120)}, got {short(got, 120)}{why}")
     if mode == "assert":
         if result == header["nonce"].encode():
             return TestVerdict(True, "pass", "")
@@ -135,11 +136,18 @@ def judge(header: dict, status: dict, blobs: list[bytes], expected, equal=None) 
         return TestVerdict(False, "fail", f"returned a value that is not plain data: {e}")
     except (ValueError, RecursionError, MemoryError, OverflowError, TypeError):
         return TestVerdict(False, "fail", "returned a value that could not be decoded")
-    try:
-        same = equal(value, expected) if equal else value == expected
-        same = same is True or (type(same) is bool and same)
-    except (RecursionError, TypeError, ValueError):
-        same = False
+    same, why = _compare(equal, value, expected)
     if same:
         return TestVerdict(True, "pass", "")
-    return TestVerdict(False, "fail", f"expected {short(expected)}, got {short(value)}")
+    return TestVerdict(False, "fail", f"expected {short(expected)}, got {short(value)}{why}")
+
+
+def _compare(equal, got, expected) -> tuple[bool, str]:
+    """(passed, why not) of a comparison on the host. Only the code's output varies between calls of one
+    test, so an exception the comparison raises on it (Decimal('sNaN') compared, a deep structure, an
+    overflow) is the output's failure, never an error of the sandbox that would make the test unscorable."""
+    try:
+        same = equal(got, expected) if equal else got == expected
+        return same is True or (type(same) is bool and same), ""
+    except Exception as exc:  # noqa: BLE001 - any exception of the comparison on this output is its failure
+        return False, f" (the comparison raised {type(exc).__name__} on this output)"

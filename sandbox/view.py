@@ -105,6 +105,11 @@ class FileView:
         # Paths the interpreter needs may sit below a directory the unprivileged uid cannot enter
         # (/root/.pyenv under /root 0700): cover that directory with a tmpfs holding only bind mounts.
         self.expose([p for p in needed if not any(p != q and within(p, q) for q in needed)])
+        try:  # the host's device nodes: no call can set their times (which outlive every worker)
+            harden.readonly_tree("/dev")
+            self.note("dev_readonly", True, "/dev read-only: a call cannot set a device node's times")
+        except OSError as e:
+            self.note("dev_readonly", False, f"/dev writable: a call could set a device node's times ({e})")
         if self.noatime:  # on every mount, those made later included: a read leaves no access time behind
             harden.noatime_all("/")
 

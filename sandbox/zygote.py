@@ -47,7 +47,7 @@ class Zygote:
         self.compiled: dict[tuple, object] = {}
         self.pidns_fd: int | None = None
         self.seccomp: bytes | None = None
-        self.null: int | None = None
+        self.child_seccomp = b""
         self.templates: dict[tuple, TemplateHandle] = {}
         self.cg_base: str | None = None
         self.cg_count = 0
@@ -118,7 +118,12 @@ class Zygote:
         self.note("landlock_scope", abi >= 6, "signals and abstract unix sockets scoped to the sandbox"
                   if abi >= 6 else f"needs Landlock ABI 6, have {abi}")
         if harden.X86_64:
-            self.seccomp = harden.seccomp_program(deny_connect=not self.network, off=self.off)
+            c_loop = template_mod.fast_path() == "C"  # it waits without a pidfd: its own filter denies pidfd_open
+            self.seccomp = harden.seccomp_program(deny_connect=not self.network, off=self.off, deny_pidfd_open=c_loop)
+            self.child_seccomp = b"" if "counters" in self.off or c_loop else harden.child_seccomp_program()
+            self.note("counters", "counters" not in self.off, "machine-wide counters and figures unreadable: "
+                      "sysinfo, getsockopt(SO_COOKIE), pidfd_open, CLONE_PIDFD and IPv6 flow label leases "
+                      "denied; shared futexes cannot be woken" if "counters" not in self.off else "switched off (AGENTRL_SANDBOX_BENCH_OFF)")
             self.note("page_cache", "page_cache" not in self.off, "page-cache residency can be neither probed (mincore, "
                       "cachestat, RWF_NOWAIT, readahead) nor evicted (fadvise, MADV_COLD/PAGEOUT); reading remains, and "
                       "timing a read" if "page_cache" not in self.off else "switched off (AGENTRL_SANDBOX_BENCH_OFF)")
@@ -184,7 +189,8 @@ class Zygote:
         template_mod.main(sock_fd, ruleset_fd, kind=self.kind, network=self.network,
                           uid=self.uid if os.geteuid() == 0 else None, call_uid=self.call_uid,
                           scratch=self.fs.scratch, seccomp=self.seccomp, env=self.call_env,
-                          pidns=self.pidns_fd is not None, pid_reset=self.pid_reset)
+                          pidns=self.pidns_fd is not None, pid_reset=self.pid_reset,
+                          child_seccomp=self.child_seccomp)
 
     def _no_time_wait(self) -> None:
         """In this worker's fresh network namespace: keep no TCP connection in TIME_WAIT (or an orphaned
@@ -211,7 +217,7 @@ class Zygote:
             self.cg_count += 1
             try:  # before its first call: every child it forks is counted there
                 tpl.cgroup = cgroup.MemoryCgroup(self.cg_base, f"{os.getpid()}-{self.uid}-{self.cg_count}")
-                tpl.cgroup._write("cgroup.procs", str(pid))
+                tpl.cgroup.place_template(pid)
             except OSError as e:
                 tpl.stop()
                 raise OSError(e.errno, f"cannot put the sandbox template in a memory cgroup: {e}") from None
@@ -223,8 +229,6 @@ class Zygote:
             grader: tuple[str, bytes] | None = None, test: bytes | None = None) -> tuple[dict, list[bytes]]:
         """Send one job to the template for `read_paths`, which forks the child that runs it; read the
         child's result and output here, with caps. `grader`: (digest, source) of grader code."""
-        if self.null is None:
-            self.null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
         declared = self.fs.declared(read_paths)
         key = (declared, grader[0] if grader is not None else None)
         for attempt in (1, 2):
@@ -253,9 +257,12 @@ class Zygote:
                   nproc, fsize_mb, grader, test=None) -> tuple:
         """Make the call's pipes and send the job with their write ends; returns the read ends."""
         r_res, w_res = os.pipe()
-        r_out, w_out = os.pipe() if out_cap else (None, self.null)  # /dev/null is sent, never closed here
-        r_err, w_err = os.pipe() if err_cap else (None, self.null)
-        w_in = _memfd("stdin", stdin) if stdin else self.null
+        # A /dev/null of this call's own: a description shared with other calls would carry what one call
+        # sets on it (F_SETFL flags, F_SETSIG, F_SETOWN) to the next. Opening one costs about 2 us.
+        null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
+        r_out, w_out = os.pipe() if out_cap else (None, null)
+        r_err, w_err = os.pipe() if err_cap else (None, null)
+        w_in = _memfd("stdin", stdin) if stdin else null
         # Everything that belongs to this call (its variables, its data, a test's nonce) travels in the job
         # memfd, which only the call's child reads: the template's heap never holds it.
         job = marshal.dumps({"env": dict(env or {}), "blobs": list(blobs), "nonce": req.pop("nonce", None)})
@@ -279,19 +286,20 @@ class Zygote:
         try:
             if tpl.cgroup is not None:
                 tpl.cgroup.set_call_limit(memory_mb)
+            move = tpl.cgroup is not None and "call_cgroup" not in self.off  # the child enters the calls' cgroup
             data = template_mod.pack(req, need_py=need_py, timeout=float(timeout), cpu_s=int(timeout) + 1,
                                      address_space=tpl.vm_size() + memory_mb * (1 << 20), fsize=fsize_mb << 20,
-                                     nproc=nproc)
-            socket.send_fds(tpl.sock, [data], fds)
+                                     nproc=nproc, cgroup=move)
+            # the calls' cgroup.procs last (kept open by the cgroup, not closed below)
+            socket.send_fds(tpl.sock, [data], fds + ([tpl.cgroup.procs_fd()] if move else []))
         except BaseException:
             for fd in (r_res, r_out, r_err):
                 if fd is not None:
                     os.close(fd)
             raise
         finally:
-            for fd in fds:
-                if fd != self.null:
-                    os.close(fd)
+            for fd in {*fds, null}:
+                os.close(fd)
         if need_py:
             tpl.known.add(grader[0])
             tpl._vm = None  # read again at the next call, after this compile

@@ -12,14 +12,14 @@ solution in its own process, and the harness's time limit per test. Layouts, mos
     mbpp           test_list (+ test_setup_code, test_imports)
     acecoder       test_cases: ["assert f(1) == 2", ...]
     humaneval      test with def check(candidate) + entry_point (HumanEval, EvalPlus, LeetCodeDataset "Solution().f")
-    kodcode        test: pytest functions importing from `solution`
+    kodcode        test (or rLLM's tests): a pytest file, its functions importing from `solution`
     leetcode       tests {"functional": "def check(candidate): ... check(Solution().f)"} (rLLM)
     deepcoder      tests: JSON text or list of {input, output, testtype|type, fn_name?} or {inputs, outputs, fn_name?}
     agentrl        tests: [{"type": "assert", "code"}, {"type": "stdio", "stdin", "expected_stdout"}, "assert ..."]
 
 Semantics follow each harness: stdin/stdout against call-based (``fn_name``, or a method of a LeetCode
 ``Solution`` class), a returned tuple equals a JSON list, APPS compares numbers in the output within its
-tolerance (rtol 1e-5, atol 1e-8) and LiveCodeBench/rLLM as decimals, MBPP's setup code runs in the solution's
+tolerance (rtol 1e-5, atol 1e-8; an expected integer exactly) and LiveCodeBench/rLLM as decimals, MBPP's setup code runs in the solution's
 process. Deliberate differences, so that wrong code never passes: APPS's order-insensitive set comparison of
 output tokens and open-r1's comparison of only as many lines as both outputs have are not copied.
 A string is only ever run as a test when it parses as Python test code (an assert or a call): JSON text is read
@@ -193,10 +193,13 @@ def stdout_lines(got: str, want: str) -> bool:
 
 
 def _decimals(line: str) -> list[Decimal] | None:
+    """The line's tokens as finite decimals, else None. A NaN (quiet or signalling, which raises when compared)
+    or an infinity is no number the expected output can equal: such a line only matches as text."""
     try:
-        return [Decimal(token) for token in line.split()]
+        values = [Decimal(token) for token in line.split()]
     except InvalidOperation:
         return None
+    return values if all(v.is_finite() for v in values) else None
 
 
 def stdout_decimal(got: str, want: str) -> bool:
@@ -218,9 +221,28 @@ def _close(a: float, b: float) -> bool:  # numpy.allclose's rule
     return abs(a - b) <= 1e-8 + 1e-5 * abs(b)
 
 
+_INT = re.compile(r"[+-]?\d+")
+
+
+def _tokens_match(s: str, t: str) -> bool:
+    """APPS's number rule for one token: an expected integer is matched exactly ("7.0" and "007" are 7; the
+    float tolerance would let 10**9 pass for 10**9 + 1), any other number within `_close`."""
+    if _INT.fullmatch(t):
+        try:
+            got = Decimal(s)
+        except InvalidOperation:
+            return False
+        return got.is_finite() and got == Decimal(t)
+    try:
+        return _close(float(s), float(t))
+    except (ValueError, OverflowError):
+        return False
+
+
 def stdout_apps(got: str, want: str) -> bool:
     """APPS / TACO / verl prime_code stdin: non-empty lines equal once stripped, or token by token with numbers
-    equal within numpy.allclose's tolerance (a float printed with more digits than the expected output)."""
+    equal within numpy.allclose's tolerance (a float printed with more digits than the expected output).
+    Integers are compared exactly: the tolerance is for floats (1e-5 of 10**6 would pass an answer off by 10)."""
     a = [line.strip() for line in got.split("\n") if line.strip()]
     b = [line.strip() for line in want.split("\n") if line.strip()]
     if a == b:
@@ -234,12 +256,8 @@ def stdout_apps(got: str, want: str) -> bool:
         if len(tx) != len(ty):
             return False
         for s, t in zip(tx, ty):
-            if s != t:
-                try:
-                    if not _close(float(s), float(t)):
-                        return False
-                except ValueError:
-                    return False
+            if s != t and not _tokens_match(s, t):
+                return False
     return True
 
 
@@ -600,14 +618,31 @@ def _parametrize(fn: ast.FunctionDef, where: str) -> str:
     return f"{fn.name}()\n"
 
 
+def _kodcode_field(f: dict) -> tuple[str, str] | None:
+    """(pytest file, where): KodCode's `test`, or rLLM's ground truth for its KodCode rows."""
+    if isinstance(f.get("test"), str) and re.search(r"^\s*def test|\bsolution\b", f["test"], re.M):
+        return f["test"], "metadata.test"
+    value, where = _ground_truth(f)
+    if isinstance(value, str) and _PYTEST_FILE.search(value):
+        return value, where
+    return None
+
+
 def _kodcode(f: dict) -> Suite:
-    """KodCode: a pytest file that imports the code as `solution`. Each test function is one test; it runs
-    in the test's process with the code's functions called in the code's own process."""
-    src = f["test"]
+    return pytest_file(*_kodcode_field(f))
+
+
+_PYTEST_FILE = re.compile(r"^\s*(def test\w*\s*\(|class Test\w*|from solution import|import solution\b)", re.M)
+
+
+def pytest_file(src: str, where: str) -> Suite:
+    """KodCode (its `test`, or rLLM's `tests`): a pytest file that imports the code as `solution`. Each test
+    function is one test; it runs in the test's process with the code's functions called in the code's own
+    process."""
     try:
         tree = ast.parse(src)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        raise TestLayoutError(f"metadata.test is not Python ({exc})") from None
+        raise TestLayoutError(f"{where} is not Python ({exc})") from None
     body, calls = [], []
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module == "solution":
@@ -618,7 +653,7 @@ def _kodcode(f: dict) -> Suite:
             continue
         body.append([node])
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
-            calls.append(_parametrize(node, "metadata.test"))
+            calls.append(_parametrize(node, where))
         elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
             calls += [f"{node.name}().{item.name}()\n" for item in node.body
                       if isinstance(item, ast.FunctionDef) and item.name.startswith("test")]
@@ -677,6 +712,8 @@ def _agentrl(tests: list) -> Suite:
 def _tests_field(f: dict) -> Suite:
     tests = _json(f["tests"], "metadata.tests") if isinstance(f["tests"], str) and f["tests"].lstrip()[:1] in "[{" \
         else f["tests"]
+    if isinstance(tests, str) and _PYTEST_FILE.search(tests):
+        return pytest_file(tests, "metadata.tests")  # rLLM's KodCode rows: the pytest file, run test by test
     if isinstance(tests, str):
         tests = [tests]  # one Python test, checked as such
     if isinstance(tests, dict):
@@ -716,9 +753,8 @@ LAYOUTS = [
            "sandbox_fusion)", lambda f: _verl_tests(f) is not None, _verl),
     Layout("mbpp", "test_list (+ test_setup_code, test_imports)", _has("test_list"), _mbpp),
     Layout("acecoder", "test_cases: [assert ...]", _has("test_cases"), _acecoder),
-    Layout("kodcode", "test: pytest functions importing from solution",
-           lambda f: isinstance(f.get("test"), str) and bool(re.search(r"^\s*def test|\bsolution\b", f["test"], re.M)),
-           _kodcode),
+    Layout("kodcode", "test, tests or ground_truth (rLLM): a pytest file importing from solution",
+           lambda f: _kodcode_field(f) is not None, _kodcode),
     Layout("deepcoder / leetcode / agentrl", "tests: JSON text or a list of {input, output, testtype} (DeepCoder), "
            "{functional} (rLLM LeetCode), [{type: assert|stdio}] (agentrl)", _has("tests"), _tests_field),
 ]
@@ -746,6 +782,11 @@ def read_suite(fields: dict) -> Suite | None:
             if not suite.tests:
                 raise TestLayoutError(f"the row is in the {suite.layout} layout but has no tests")
             return suite
+    if any(fields.get(k) not in (None, "", []) for k in ("base_input", "plus_input")):
+        raise TestLayoutError("the row has EvalPlus's base_input/plus_input, whose expected outputs are the "
+                              "canonical solution's: the coding reward does not compute them. Use the rows of "
+                              "EvalPlus's published sets with their `test` and `entry_point` fields (the humaneval "
+                              f"layout) or give the expected outputs. Known layouts: {KNOWN}")
     found = [k for k, v in fields.items() if _looks_like_tests(k, v)]
     if found:
         raise TestLayoutError(f"metadata.{found[0]} looks like tests, in no layout the coding reward knows. Known "

@@ -48,15 +48,27 @@ def unknown_tool_names(meta: dict, offered: dict[str, list[str]]) -> list[str]:
     return bad
 
 
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON number; write a number, null or a string")
+
+
+def strict_json(text: str) -> Any:
+    """`json.loads` without the NaN and Infinity it accepts beyond JSON: a tool call's arguments are the
+    model's text, and a NaN in them would reach every grader and the run's record (which refuse it)."""
+    return json.loads(text, parse_constant=_not_json)
+
+
 def _arguments(raw: Any) -> tuple[dict | None, str]:
     """The call's arguments as a dict, or None and the reason the model should read."""
     if raw is None or raw == "":
         return {}, ""
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
+            raw = strict_json(raw)
         except json.JSONDecodeError as exc:
             return None, f"the arguments are not valid JSON ({exc.msg} at position {exc.pos})"
+        except ValueError as exc:
+            return None, f"the arguments are not valid JSON ({exc})"
     if not isinstance(raw, dict):
         return None, f"the arguments must be a JSON object such as {{\"a\": 1}}, got a JSON {type(raw).__name__}"
     return raw, ""

@@ -15,6 +15,7 @@ import pytest
 from reward_rows import sample
 
 from agentrl.rewards import load_reward
+from agentrl.rewards.errors import Unscorable
 from agentrl.rewards.codelayouts import (TestLayoutError, read_suite, stdout_apps, stdout_decimal, value_equal,
                                          value_equal_apps)
 from agentrl.workflow.convert import convert_row
@@ -96,7 +97,8 @@ def test_floats_within_apps_tolerance_and_lcb_decimals():
     apps = {"input_output": json.dumps({"inputs": ["3\n"], "outputs": ["0.333333\n"]})}
     assert grade("print(1 / int(input()))", apps) == 1.0  # 0.3333333333333333 against 0.333333
     assert grade("print(0.3334)", apps) == 0.0
-    assert stdout_apps("1.0000001 2\n", "1 2") and not stdout_apps("1.1 2", "1 2") and not stdout_apps("1 2\n3", "1 2")
+    assert stdout_apps("1.0000001 2\n", "1.0 2") and not stdout_apps("1.1 2", "1 2") and not stdout_apps("1 2\n3", "1 2")
+    assert not stdout_apps("1.0000001 2\n", "1 2")  # an expected integer is matched exactly
     assert stdout_decimal("2.50\n", "2.5") and not stdout_decimal("0.3333333", "0.333333")
 
 
@@ -204,3 +206,30 @@ def test_a_test_with_its_own_comparison_must_be_a_plain_call():
         assert [v.passed for v in ok] == [True]
     finally:
         box.close()
+
+
+# ---------------------------------------------------------------- peer layouts read as their harness reads them
+KODCODE = next(c for c in ROWS if c["layout"] == "kodcode")
+
+
+@pytest.mark.parametrize("key", ["tests", "ground_truth", "reward_model"])
+def test_rllm_kodcode_rows_run_their_pytest_file_test_by_test(key):
+    """rLLM keeps a KodCode row's pytest file as its ground truth (or `tests`): each test function is a test, so
+    the correct solution scores 1 (read as one opaque assert it scored 0, or the row went unscored)."""
+    src = KODCODE["row"]["test"]
+    metadata = {"reward_model": {"ground_truth": src}} if key == "reward_model" else {key: src, "data_source": "kodcode"}
+    suite = read_suite(metadata)
+    assert suite.layout == "kodcode" and len(suite.tests) == src.count("\ndef test"), suite
+    assert grade(KODCODE["correct"], metadata) == 1.0
+    assert grade(KODCODE["wrong"], metadata) < 1.0
+
+
+def test_evalplus_rows_with_base_and_plus_inputs_are_refused_naming_the_known_layouts():
+    """EvalPlus computes expected outputs from the canonical solution; a row that only has the inputs is never
+    silently unscored (None): the error says what the row has and which layouts are known."""
+    row = {"task_id": "HumanEval/0", "prompt": "def double(x):\n", "entry_point": "double",
+           "canonical_solution": "    return 2 * x\n", "base_input": [[1], [2]], "plus_input": [[10**6]], "atol": 0}
+    with pytest.raises(TestLayoutError, match=r"base_input/plus_input.*Known layouts: open-r1"):
+        read_suite(row)
+    with pytest.raises(Unscorable, match="base_input/plus_input"):  # the reward says why, for every rollout
+        grade("def double(x):\n    return 2 * x\n", row)

@@ -31,7 +31,8 @@ def test_deeply_nested_input(sb, depth):
     assert_still_works(sb)
 
 
-@pytest.mark.parametrize("bad", [{"x": float("nan")}, {"x": object()}, {"x": b"bytes"}, {1j: 1}])
+# (a NaN is not here: it reaches the grader, as test_sandbox_verdict_owner.py checks)
+@pytest.mark.parametrize("bad", [{"x": object()}, {"x": b"bytes"}, {1j: 1}])
 def test_non_json_input(sb, bad):
     with pytest.raises(SandboxError) as err:
         sb.run_grader(NORMAL_GRADER, "g.py", bad, {})

@@ -83,7 +83,7 @@ def test_without_cap_sys_admin(loop):
                           capture_output=True, text=True, env=env, timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert out["missing"] == ["net_ns", "mount_ns", "pid_ns", "noatime", "pid_reset"], out
+    assert out["missing"] == ["net_ns", "mount_ns", "pid_ns", "noatime", "pid_reset", "dev_readonly"], out
     # the report says how leftover processes are dealt with instead of the pid namespace
     how = "template's memory cgroup" if out["cgroups"] else "slot uid"
     assert f"processes a call leaves running are killed by the {how}" in out["pid_ns"], out["pid_ns"]
