@@ -9,7 +9,6 @@ Selected with ``algorithm.adv_estimator=agentrl_grpo`` (agentrl's configs do thi
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any, Optional
 
 import numpy as np
@@ -17,26 +16,16 @@ import torch
 
 from verl.trainer.ppo.core_algos import register_adv_est
 
+from agentrl.credit import grouped
+
 NAME = "agentrl_grpo"
 
 
 def grouped_advantages(scores: torch.Tensor, scored: torch.Tensor, index: np.ndarray, epsilon: float = 1e-6,
                        norm_by_std: bool = True) -> torch.Tensor:
-    """Per-rollout advantages; rows with ``scored == False`` get 0 and do not enter group statistics."""
-    groups: dict[Any, list[int]] = defaultdict(list)
-    for i in range(scores.shape[0]):
-        if bool(scored[i]):
-            groups[index[i]].append(i)
-    adv = torch.zeros_like(scores)
-    for rows in groups.values():
-        values = scores[rows]
-        if len(rows) == 1:
-            mean, std = torch.tensor(0.0), torch.tensor(1.0)
-        else:
-            mean, std = values.mean(), values.std()
-        centred = values - mean
-        adv[rows] = centred / (std + epsilon) if norm_by_std else centred
-    return adv
+    """Per-rollout advantages; rows with ``scored == False`` get 0 and do not enter group statistics
+    (:func:`agentrl.credit.grouped`, the one GRPO formula)."""
+    return grouped(scores, scored, index, norm_by_std, epsilon)
 
 
 @register_adv_est(NAME)
