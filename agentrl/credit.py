@@ -171,3 +171,33 @@ def advantages(method: str, rewards: Sequence[Optional[float]], turn_rewards: Se
     for (i, k), a in step.items():
         out[i][k] = episode[i] + weight * a
     return out
+
+
+def fill(records: Sequence[Any], method: str = "episode", **options: Any) -> None:
+    """Set ``turn_advantages`` on rollout records (:class:`agentrl.record.RolloutRecord` or their dicts) whose
+    groups are all here: a group is (step, ``group``), else (step, ``prompt_id``); a turn a reward could not
+    score (``turn_unscorable``) counts as NaN. Validation rollouts are not trained on and get None."""
+
+    def get(r: Any, key: str, default: Any = None) -> Any:
+        return r.get(key, default) if isinstance(r, dict) else getattr(r, key, default)
+
+    def put(r: Any, value: Any) -> None:
+        if isinstance(r, dict):
+            r["turn_advantages"] = value
+        else:
+            r.turn_advantages = value
+
+    trained = [r for r in records if not get(r, "validation", False)]
+    for r in records:
+        if get(r, "validation", False):
+            put(r, None)
+    if not trained:
+        return
+    turns = []
+    for r in trained:
+        bad = {int(k) for k in (get(r, "turn_unscorable") or {})}
+        values = list(get(r, "turn_rewards") or [None] * len(get(r, "trajectory") or []))
+        turns.append([math.nan if k in bad else v for k, v in enumerate(values)])
+    groups = [(get(r, "step"), get(r, "group") or get(r, "prompt_id")) for r in trained]
+    for r, adv in zip(trained, advantages(method, [get(r, "reward") for r in trained], turns, groups, **options)):
+        put(r, adv)
