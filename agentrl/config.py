@@ -8,6 +8,7 @@
       rewards: [{name: math, weight: 1.0}]
       batch_size: 8                # prompts per step
       samples_per_prompt: 4        # GRPO group size
+      credit: episode              # or turn, step_group: per-turn credit (agentrl.credit)
       ...
     trainer:                       # any verl key, as in verl's ppo_trainer.yaml
       total_epochs: 2
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal, Optional, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agentrl.config_names import suggest
 from agentrl.errors import AgentrlError
@@ -54,6 +55,27 @@ class AgentSettings(BaseModel):
         None, description="an LLM plays the user: {model, max_turns, api_base, api_key_env}; goal from metadata.user_goal")
 
 
+class CreditSettings(BaseModel):
+    """``agentrl.credit``: a method name (``credit: turn``) or ``{method: turn, gamma: 0.95}``; see agentrl.credit."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    method: Literal["episode", "turn", "step_group"] = Field(
+        "episode", description="episode: GRPO (every turn the rollout's advantage); turn: discounted per-turn returns "
+                               "with a per-turn baseline; step_group: GiGPO-style episode plus step advantage")
+    gamma: float = Field(1.0, ge=0, le=1, description="per-turn discount (turn, step_group)")
+    step_weight: float = Field(1.0, ge=0, description="weight of the step advantage (step_group)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_name(cls, value: Any) -> Any:
+        return {"method": value} if isinstance(value, str) else value
+
+    def options(self) -> dict[str, float]:
+        """The keyword options :func:`agentrl.credit.advantages` takes for this method."""
+        return {"episode": {}, "turn": {"gamma": self.gamma},
+                "step_group": {"gamma": self.gamma, "step_weight": self.step_weight}}[self.method]
+
+
 # plugin names, Agent RFT endpoint entries (a list of dicts), an mcpServers dict, or a JSON file's path
 ToolsSetting = Union[list[Union[str, dict[str, Any]]], dict[str, Any], str, None]
 
@@ -70,6 +92,7 @@ class AgentrlSettings(BaseModel):
     rewards: list[Union[str, dict[str, Any]]]
     batch_size: int = Field(8, ge=1, description="prompts per training step")
     samples_per_prompt: int = Field(4, ge=2, description="GRPO group size")
+    credit: CreditSettings = Field(CreditSettings(), description="episode (GRPO), turn or step_group: agentrl.credit")
     epochs: int = Field(1, ge=1)
     max_steps: Optional[int] = Field(None, ge=1, description="stop after this many steps (default: epochs)")
     temperature: float = Field(1.0, gt=0)

@@ -141,9 +141,14 @@ class Episode:
         sample = make_sample(rollout_id, steps, messages=messages, reasoning=steps[-1].get("reasoning", ""))
         reward_started = time.perf_counter()
         score, components, passed = None, {}, {}
+        turn_rewards: list = [None] * len(st.steps)
+        turn_unscorable: dict[str, str] = {}
         if unscorable is None:
             result = await self.state.rewards.ascore(sample, item)
             score, components, unscorable, passed = result.score, result.components, result.unscorable, result.passed
+            if result.turns is not None:
+                turn_rewards = list(result.turns[: len(st.steps)])
+                turn_unscorable = {str(k): why for k, why in result.turn_unscorable.items() if k < len(st.steps)}
         reward_seconds = time.perf_counter() - reward_started
 
         response_tokens = await self.policy.finish(row["messages"])
@@ -154,6 +159,7 @@ class Episode:
             validation=row.get("split") == "val", policy_version=version, group=group,
             messages=messages, trajectory=unwrap(steps), tool_calls=st.tool_calls, user_turns=st.user_turns,
             reward=score, components=components, passed=passed, unscorable=unscorable, stop_reason=st.stop_reason,
+            turn_rewards=turn_rewards, turn_unscorable=turn_unscorable,
             response_tokens=response_tokens, started_at=round(wall_started, 3), finished_at=round(time.time(), 3),
             seconds=round(time.perf_counter() - started, 4), model_seconds=round(self.policy.model_seconds, 4),
             tool_seconds=round(st.tool_seconds, 4), reward_seconds=round(reward_seconds, 4))

@@ -11,7 +11,9 @@ two classes, so the file's keys are declared here and nowhere else.
 
 ``reward`` is ``None`` when the rollout could not be scored; ``unscorable`` then says why (``"tools: ..."``,
 ``"model: ..."``, or a reward's own reason), and GRPO leaves the rollout out of its group. "Could not
-score" is never 0.
+score" is never 0. ``turn_rewards`` has one entry per assistant turn (None: no turn score);
+``turn_advantages`` is what :func:`agentrl.credit.advantages` gives each turn once its group is complete
+(:func:`agentrl.credit.fill`, as ``agentrl inspect`` and the job page do).
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ class RolloutRecord:
     components: dict = field(default_factory=dict)  # per reward, by label
     passed: dict = field(default_factory=dict)  # per grader with a pass_threshold
     unscorable: Optional[str] = None
+    turn_rewards: list = field(default_factory=list)  # one per assistant turn: the reward set's turn score or None
+    turn_unscorable: dict = field(default_factory=dict)  # turn index (from 0, as a string) -> why it could not be scored
+    turn_advantages: Optional[list] = None  # one per assistant turn, filled where the whole group is known (agentrl.credit)
     stop_reason: str = "answered"  # answered, turn_budget, response_budget, aborted, tool_infra_error
     response_tokens: int = 0
     started_at: float = 0.0  # wall clock, seconds since the epoch

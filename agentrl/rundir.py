@@ -43,6 +43,7 @@ class RunDir:
     LOCK = ".agentrl.lock"
     TRAINED = "logs/trained.jsonl"  # a line per training step: the prompt groups it trained
     GENERATED = "logs/generated.jsonl"  # off-policy rollouts until the step that trains them is known
+    ADVANTAGES = "logs/advantages.jsonl"  # per-turn credit: a line per trained rollout, what agentrl_grpo gave each turn
     START_ERROR = "start_error.txt"  # why the last `agentrl train` stopped before verl started (the job page shows it)
     # the files that make a folder a run directory, and those the job page offers for download
     MARKERS = (CONFIG, METRICS, TRAINING_LOG, ROLLOUTS)
@@ -71,6 +72,7 @@ class RunDir:
     lock_file = property(lambda self: self.path / self.LOCK)
     trained = property(lambda self: self.path / self.TRAINED)
     generated = property(lambda self: self.path / self.GENERATED)
+    advantages = property(lambda self: self.path / self.ADVANTAGES)
     start_error = property(lambda self: self.path / self.START_ERROR)
 
     def verl_metrics(self, attempt: int) -> Path:

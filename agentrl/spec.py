@@ -16,7 +16,7 @@ from typing import Any, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from agentrl.config import AgentrlSettings, AgentSettings, ToolsSetting
+from agentrl.config import AgentrlSettings, AgentSettings, CreditSettings, ToolsSetting
 from agentrl.errors import AgentrlError
 
 VERSION = 1
@@ -35,11 +35,12 @@ class RunSpec(BaseModel):
     tool_allow: Optional[dict[str, list[str]]] = None
     rewards: list[Union[str, dict[str, Any]]]
     agent: AgentSettings = AgentSettings()
+    credit: CreditSettings = CreditSettings()  # how the trainer spreads rewards over turns (agentrl.credit)
 
     @classmethod
     def from_settings(cls, settings: AgentrlSettings, run_dir: Path | str) -> "RunSpec":
         return cls(run_dir=str(run_dir), tools=settings.tools, tool_allow=settings.tool_allow,
-                   rewards=settings.rewards, agent=settings.agent)
+                   rewards=settings.rewards, agent=settings.agent, credit=settings.credit)
 
     def write(self, path: Path | str) -> None:
         Path(path).write_text(self.model_dump_json(indent=2))

@@ -12,12 +12,17 @@ Start from this file with ``agentrl reward new --preset tool_use > reward.py`` a
 Score = fraction of expected tools matched by distinct successful calls, minus EXTRA_CALL_PENALTY per
 call over budget (floored at 0). With a rubric and a judge model, the judge's score is mixed in with
 weight JUDGE_WEIGHT; a judge failure makes the sample unscorable. Rows without expected_tools are not applicable.
+
+Per turn (``{name: tool_use, per_turn: true}``): the result is ``{"episode": score, "turns": [...]}`` with
+``-FAILED_CALL_PENALTY`` for each call of a turn that failed or did not parse and None for the other turns,
+for per-turn credit (``agentrl.credit: turn``).
 """
 
 from agentrl.rewards.judge import DEFAULT_TEMPLATE, judge_score_sync, pick_api_key, render
-from agentrl.rewards.toolcheck import tool_calls, tool_score
+from agentrl.rewards.toolcheck import tool_calls, tool_score, turn_penalties
 
 EXTRA_CALL_PENALTY = 0.1
+FAILED_CALL_PENALTY = 0.2  # per turn, with per_turn=True
 JUDGE_MODEL = None  # e.g. "openai/gpt-4o-mini"; None = tool check only
 JUDGE_API_BASE = None
 JUDGE_WEIGHT = 0.5
@@ -29,7 +34,8 @@ NETWORK = False  # set True when JUDGE_MODEL is set and this file runs in the sa
 
 
 def grade(sample, item, extra_call_penalty=EXTRA_CALL_PENALTY, judge_model=JUDGE_MODEL,
-          judge_api_base=JUDGE_API_BASE, judge_weight=JUDGE_WEIGHT, env=None, api_key_env=None, backoff=1.0):
+          judge_api_base=JUDGE_API_BASE, judge_weight=JUDGE_WEIGHT, env=None, api_key_env=None, backoff=1.0,
+          per_turn=False, failed_call_penalty=FAILED_CALL_PENALTY):
     metadata = item["metadata"]
     expected = metadata.get("expected_tools")
     if expected is None:
@@ -42,4 +48,6 @@ def grade(sample, item, extra_call_penalty=EXTRA_CALL_PENALTY, judge_model=JUDGE
         judged = judge_score_sync(render(JUDGE_TEMPLATE, sample, item), model=judge_model, api_base=judge_api_base,
                                    api_key=pick_api_key(env, api_key_env), backoff=backoff)
         score = (1 - judge_weight) * score + judge_weight * judged
+    if per_turn:
+        return {"episode": score, "turns": turn_penalties(sample, failed_call_penalty)}
     return score

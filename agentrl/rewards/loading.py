@@ -48,6 +48,17 @@ def check_value(name: str, value: Any) -> float | None:
     return value
 
 
+def check_result(name: str, value: Any, sample: Any) -> Any:
+    """``check_value``, and a per-turn dict as :class:`agentrl.rewards.turns.TurnScores` (one entry per turn)."""
+    if isinstance(value, dict):
+        from agentrl.rewards import turns
+
+        scores = turns.parse(name, value)
+        turns.check_length(name, scores, sample)
+        return scores
+    return check_value(name, value)
+
+
 def _where(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     return f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
@@ -61,7 +72,8 @@ def _run_in_thread(fn: Callable[[], Any], timeout: float, name: str) -> Any:
 
 
 class Reward:
-    """A loaded reward: ``reward(sample, item) -> float | None``; raises ``Unscorable``."""
+    """A loaded reward: ``reward(sample, item) -> float | None`` (or per-turn ``TurnScores``, see
+    :mod:`agentrl.rewards.turns`); raises ``Unscorable``."""
 
     def __init__(self, name: str, fn: Callable, *, options: dict | None = None, env: dict | None = None,
                  timeout: float = DEFAULT_TIMEOUT, origin: str = "", version: str = "", sandboxed: bool = False,
@@ -93,7 +105,7 @@ class Reward:
                 value = _run_in_thread(lambda: self.fn(s, i, **self.options), self.timeout, self.name)
         except (Exception, SystemExit) as exc:  # a grade() calling exit() is a failure to score, not our exit
             raise self._fail(exc) from exc
-        return check_value(self.name, value)
+        return check_result(self.name, value, s)
 
     async def acall(self, sample: Any, item: Any) -> float | None:
         s, i = self._args(sample, item)
@@ -106,7 +118,7 @@ class Reward:
             raise Unscorable(f"{self.name}: timeout after {self.timeout:g}s") from exc
         except (Exception, SystemExit) as exc:  # a grade() calling exit() is a failure to score, not our exit
             raise self._fail(exc) from exc
-        return check_value(self.name, value)
+        return check_result(self.name, value, s)
 
 
 async def _in_thread_async(fn: Callable[[], Any], timeout: float, name: str) -> Any:

@@ -4,6 +4,8 @@ The score is the weighted mean over the components that apply. A component retur
 not apply and is left out (it is not a 0). If any weighted component could not score (exception,
 timeout, invalid value) the whole trajectory is unscorable: ``score`` is None and ``unscorable`` says
 why, so the trainer can keep it out of the group advantage. Weight 0 components are logged only.
+A component may also score each assistant turn (:mod:`agentrl.rewards.turns`): ``turns`` then holds the
+set's per-turn rewards, mixed with the same weights, and ``turn_unscorable`` the turns it could not score.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from agentrl.deadline import call_with_deadline
 from agentrl.rewards.errors import Unscorable
 from agentrl.rewards.loading import Reward, RewardConfigError, load_reward, looks_like_path
+from agentrl.rewards.turns import TurnScores, combine
 
 
 @dataclass
@@ -29,6 +32,8 @@ class ScoreResult:
     applicable_weight: float = 0.0
     errors: dict[str, str] = field(default_factory=dict)  # component -> cause (weight-0 ones included)
     passed: dict[str, bool] = field(default_factory=dict)  # component -> score >= its grader's pass_threshold
+    turns: list[float | None] | None = None  # per assistant turn, when a component scored turns
+    turn_unscorable: dict[int, str] = field(default_factory=dict)  # turn index (from 0) -> cause
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -90,10 +95,12 @@ class RewardSet:
                  "sandboxed": c.reward.sandboxed, "runs_model_code": c.reward.runs_model_code} for c in self.components]
 
     @staticmethod
-    def _combine(parts: list[tuple[Component, float | None, str | None]]) -> ScoreResult:
+    def _combine(parts: list[tuple[Component, float | TurnScores | None, str | None]]) -> ScoreResult:
         result = ScoreResult(score=None)
         causes = []
         total = 0.0
+        per_turn = [(c.weight, v) for c, v, cause in parts if isinstance(v, TurnScores) and cause is None]
+        parts = [(c, v.episode if isinstance(v, TurnScores) else v, cause) for c, v, cause in parts]
         for comp, value, cause in parts:
             result.components[comp.label] = value
             threshold = getattr(comp.reward, "pass_threshold", None)
@@ -110,9 +117,11 @@ class RewardSet:
             result.unscorable = "; ".join(causes)
             result.applicable_weight = 0.0
         elif result.applicable_weight == 0:
-            result.unscorable = "no weighted reward applies to this item (all returned None)"
+            result.unscorable = ("no weighted reward scored the episode (they scored turns only); give one reward an "
+                                 "'episode' score" if per_turn else "no weighted reward applies to this item (all returned None)")
         else:
             result.score = total / result.applicable_weight
+            result.turns, result.turn_unscorable = combine(per_turn, result.applicable_weight)
         return result
 
     async def ascore(self, sample: Any, item: Any) -> ScoreResult:

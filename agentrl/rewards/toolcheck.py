@@ -30,6 +30,20 @@ def tool_calls(sample: Any) -> list[dict]:
     return calls
 
 
+def turn_penalties(sample: Any, penalty: float) -> list[float | None]:
+    """Per assistant turn: ``-penalty`` for each of its tool calls that failed or did not parse (the episode
+    feeds both back as error results), None for a turn without one.
+
+    >>> turn_penalties({"trajectories": [{"tool_results": [{"id": "c0", "is_error": True}]}, {}]}, 0.2)
+    [-0.2, None]
+    """
+    out: list[float | None] = []
+    for step in sample.get("trajectories") or []:
+        bad = sum(1 for r in step.get("tool_results") or [] if r.get("is_error"))
+        out.append(-penalty * bad if bad else None)
+    return out
+
+
 def _short(name: str) -> str:
     return name.replace("__", ".").rsplit(".", 1)[-1]
 

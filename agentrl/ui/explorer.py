@@ -9,6 +9,9 @@ Advantages are recomputed as ``agentrl_grpo`` computes them (agentrl/verl/grpo.p
 (reward - group mean) / (group std + 1e-6) over the scored rollouts only, unscorable ones get 0, and a
 group of one scored rollout keeps its reward. Groups are keyed by (step, prompt_id), which matches verl's
 per-sample uid unless a step drew the same prompt twice.
+
+Each rollout also shows its per-turn rewards and advantages (``per_turn``): the advantages are the ones
+:func:`agentrl.credit.advantages` gives with the run's ``agentrl.credit`` (its spec), over the whole group.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from agentrl.config import CreditSettings
 from agentrl.ui.index import RolloutIndex
 
 PAGE_SIZE = 20
@@ -60,6 +64,46 @@ def advantages(idx: RolloutIndex, step: int, validation: bool = False) -> dict[s
     return out
 
 
+def run_credit(run_dir: Any) -> CreditSettings:
+    """The run's ``agentrl.credit`` from its spec; episode when the run has none (an older run, an eval)."""
+    from agentrl.errors import AgentrlError
+    from agentrl.rundir import RunDir
+    from agentrl.spec import RunSpec
+
+    path = RunDir(run_dir).spec
+    try:
+        return RunSpec.read(path).credit if path.is_file() else CreditSettings()
+    except AgentrlError:
+        return CreditSettings()
+
+
+def turn_advantages(idx: RolloutIndex, step: int, prompt_ids: list[str], validation: bool = False
+                    ) -> dict[str, list[float] | None]:
+    """Per-turn advantages of these prompts' groups at ``step``, by rollout id (agentrl.credit.fill)."""
+    from agentrl.credit import fill
+
+    if validation:
+        return {}
+    credit = run_credit(idx.run_dir)
+    out: dict[str, list[float] | None] = {}
+    for pid in dict.fromkeys(prompt_ids):
+        rows, _ = idx.query(step, validation, limit=10**6, prompt_id=pid)
+        records = [dict(rec, group=None, step=step) for rec in idx.read(rows)]  # grouped by prompt, as above
+        fill(records, credit.method, **credit.options())
+        out.update({r.get("rollout_id"): r.get("turn_advantages") for r in records})
+    return out
+
+
+def per_turn(record: dict[str, Any], advantages: list[float] | None) -> list[dict[str, Any]]:
+    """One entry per assistant turn: its reward (None: not scored), why it could not be scored, its advantage."""
+    rewards = record.get("turn_rewards") or []
+    bad = record.get("turn_unscorable") or {}
+    adv = advantages if advantages is not None else record.get("turn_advantages")
+    out = [{"turn": k + 1, "reward": r, "unscorable": bad.get(str(k)),
+            "advantage": adv[k] if adv is not None and k < len(adv) else None} for k, r in enumerate(rewards)]
+    return out if any(t["reward"] is not None or t["unscorable"] or t["advantage"] is not None for t in out) else []
+
+
 def _pretty_args(args: Any) -> str:
     if isinstance(args, str):
         try:
@@ -76,8 +120,9 @@ def _unparsed_text(response: str, call_id: str) -> str:
     return (blocks[n] if n < len(blocks) else response).strip()
 
 
-def readable(record: dict[str, Any]) -> dict[str, Any]:
-    """A rollout record as the explorer shows it: turns with role, text, tool calls and results."""
+def readable(record: dict[str, Any], turn_advantages: list[float] | None = None) -> dict[str, Any]:
+    """A rollout record as the explorer shows it: turns with role, text, tool calls and results, and the
+    per-turn rewards and advantages (``turn_advantages``: the group's, when the caller computed them)."""
     errors, unparsed = {}, {}
     for st in record.get("trajectory") or []:
         for res in st.get("tool_results") or []:
@@ -112,6 +157,7 @@ def readable(record: dict[str, Any]) -> dict[str, Any]:
         "stop_reason": record.get("stop_reason"), "tool_calls": record.get("tool_calls", 0),
         "response_tokens": record.get("response_tokens"), "timings": timings, "turns": turns,
         "validation": bool(record.get("validation")), "error": record.get("error"),
+        "per_turn": per_turn(record, turn_advantages),
         "tools": sorted({c.get("name") for st in record.get("trajectory") or [] for c in st.get("tool_calls") or []
                          if isinstance(c, dict) and c.get("name")}),
     }
@@ -123,6 +169,7 @@ def explorer_page(idx: RolloutIndex, step: int, page: int = 1, filters: Filters 
     filters = filters or Filters()
     page = max(1, page)
     adv = advantages(idx, step, validation)
+    credit = {}
     kw = dict(reward_min=filters.reward_min, reward_max=filters.reward_max, unscorable=filters.unscorable,
               tool=filters.tool or None, text=filters.text or None)
     if group is not None or groups:
@@ -136,7 +183,9 @@ def explorer_page(idx: RolloutIndex, step: int, page: int = 1, filters: Filters 
         out_groups = []
         for pid in chosen:
             rows, _ = idx.query(step, validation, limit=10**6, prompt_id=pid)
-            members = [_with_index(readable(rec), row, adv) for rec, row in zip(idx.read(rows), rows)]
+            credit = turn_advantages(idx, step, [pid], validation)
+            members = [_with_index(readable(rec, credit.get(rec.get("rollout_id"))), row, adv)
+                       for rec, row in zip(idx.read(rows), rows)]
             scored = [m["reward"] for m in members if m["reward"] is not None]
             out_groups.append({"prompt_id": pid, "rollouts": members,
                                "reward_mean": statistics.fmean(scored) if scored else None,
@@ -145,7 +194,9 @@ def explorer_page(idx: RolloutIndex, step: int, page: int = 1, filters: Filters 
         return {"step": step, "validation": validation, "page": page, "pages": pages, "total": total,
                 "groups": out_groups, "rollouts": [], "tools": idx.tools(step, validation)}
     rows, total = idx.query(step, validation, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE, **kw)
-    rollouts = [_with_index(readable(rec), row, adv) for rec, row in zip(idx.read(rows), rows)]
+    records = idx.read(rows)
+    credit = turn_advantages(idx, step, [r["prompt_id"] for r in rows], validation)
+    rollouts = [_with_index(readable(rec, credit.get(rec.get("rollout_id"))), row, adv) for rec, row in zip(records, rows)]
     return {"step": step, "validation": validation, "page": page, "pages": max(1, math.ceil(total / PAGE_SIZE)),
             "total": total, "rollouts": rollouts, "groups": [], "tools": idx.tools(step, validation)}
 

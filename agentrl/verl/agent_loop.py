@@ -17,10 +17,15 @@ group id, and ``agentrl train`` moves it into ``rollouts.jsonl`` under the step 
 
 A rollout that could not be scored (tool server down, reward crashed) reaches verl with a NaN score and
 ``agentrl_unscorable`` set; ``agentrl_grpo`` gives it advantage 0 and keeps it out of its group.
+
+With per-turn credit (``agentrl.credit: turn`` or ``step_group``) the output also carries each turn's
+reward at that turn's last generated token (:class:`TurnCreditOutput`), so ``agentrl_grpo`` can give the
+tokens of turn k turn k's advantage; a turn a reward could not score goes as NaN.
 """
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from pathlib import Path
@@ -55,6 +60,32 @@ class TemplateRefused(AgentrlError):
         super().__init__(f"the model's chat template refused to append {roles} message(s): {said} (verl: {exc}). "
                          "If the template needs a form agentrl does not write, set agent.tool_parser to the model's "
                          "format or fix the template; `agentrl data check --config` shows what it found")
+
+
+class TurnCreditOutput(AgentLoopOutput):
+    """verl's output with per-turn rewards added to ``rm_scores``: ``(response position, reward)`` pairs."""
+
+    turn_rewards_at: list[tuple[int, float]] = []
+
+    def as_dict(self) -> dict[str, Any]:
+        out = super().as_dict()
+        out.pop("turn_rewards_at", None)
+        scores = out.get("rm_scores")
+        if scores is not None:
+            for position, value in self.turn_rewards_at:
+                scores[position] += value
+        return out
+
+
+def turn_rewards_at(record: RolloutRecord, turn_ends: list[int], length: int) -> list[tuple[int, float]]:
+    """Where each scored turn's reward goes: its last generated token (turns cut off by the response budget
+    are dropped with their tokens); a turn that could not be scored is NaN."""
+    out = []
+    for k, end in enumerate(turn_ends[: len(record.turn_rewards)]):
+        value = math.nan if str(k) in record.turn_unscorable else record.turn_rewards[k]
+        if value is not None and 0 <= end < length:
+            out.append((end, float(value)))
+    return out
 
 
 class LoopConfigError(AgentrlError):
@@ -165,6 +196,7 @@ class TokenPolicy:
         self.model_seconds = 0.0
         self.family, self.special_tokens = loop.family, loop.special_tokens
         self.parser_tools: Optional[list] = None
+        self.turn_ends: list[int] = []  # the response position of each assistant turn's last generated token
 
     async def start(self, messages: list[dict], tools: Optional[list]) -> None:
         self.parser_tools = parsers.tool_schemas(tools)  # qwen3_coder types arguments from them
@@ -196,6 +228,9 @@ class TokenPolicy:
             self.runtime_ids, out.token_ids, self.mask, self.logprobs if (self.logprobs or out.log_probs) else None,
             assistant_logprobs=out.log_probs or None)
         self.runtime_ids, self.logprobs = merged.token_ids, logprobs or []
+        # this turn's last generated token (-1: it generated none, so its reward has no token to sit on)
+        self.turn_ends.append(next((i for i in range(len(self.mask) - 1, -1, -1) if self.mask[i]), -1)
+                              if out.token_ids else -1)
         if aborted:
             raise GenerationAborted(f"generation aborted by the rollout server after {len(out.token_ids)} tokens",
                                     loop.tokenizer.decode(out.token_ids, skip_special_tokens=True))
@@ -233,7 +268,11 @@ class TokenPolicy:
         """What verl trains on: the token stream, the score (NaN: could not score) and agentrl's fields."""
         response_ids = self.runtime_ids[self.prompt_len:][: self.loop.response_length]
         last = self.loop.state.last_versions
-        return AgentLoopOutput(
+        per_turn = self.loop.state.spec.credit.method != "episode"
+        cls = TurnCreditOutput if per_turn else AgentLoopOutput
+        extra = {"turn_rewards_at": turn_rewards_at(record, self.turn_ends, len(response_ids))} if per_turn else {}
+        return cls(
+            **extra,
             prompt_ids=self.runtime_ids[: self.prompt_len],
             response_ids=response_ids,
             response_mask=self.mask[: self.loop.response_length],

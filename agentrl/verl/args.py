@@ -215,6 +215,8 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
         if cpu and not cpu_vllm:  # the CPU rollout takes whole weights: verl merges the adapters before each sync
             chosen["actor_rollout_ref.model.lora.merge"] = True
     chosen.update(off_policy_overrides(s))
+    if s.credit.method != "episode":  # agentrl_grpo reads the credit from the spec (agentrl.verl.grpo)
+        chosen["+algorithm.agentrl_spec"] = spec_path
     merged = dict(CPU_DEFAULTS) if cpu else {}
     # LoRA with kl_coef > 0 keeps verl's pass: verl then computes the reference log-probs with the actor's own
     # adapters switched off, and without the old-log-prob pass before it the update fails in FSDP2 on the CPU

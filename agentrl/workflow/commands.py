@@ -133,7 +133,7 @@ def _compare(args: argparse.Namespace) -> int:
 def _inspect(args: argparse.Namespace) -> int:
     from agentrl.workflow.inspect_cmd import inspect
 
-    inspect(args.file, worst=args.worst, out=Output(args.json))
+    inspect(args.file, worst=args.worst, out=Output(args.json), credit=args.credit)
     return 0
 
 
@@ -192,8 +192,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=_compare)
     i = sub.add_parser("inspect", help="the worst regressions (or rollouts), traces side by side")
-    i.add_argument("file", help="a compare file (-o of agentrl compare) or an eval file")
+    i.add_argument("file", help="a compare file (-o of agentrl compare), an eval file or a run's rollouts.jsonl")
     i.add_argument("--worst", type=int, default=5)
+    i.add_argument("--credit", choices=("episode", "turn", "step_group"),
+                   help="per-turn advantages by this method (default: a run's agentrl.credit, else episode)")
     i.add_argument("--json", action="store_true")
     i.set_defaults(func=_inspect)
     x = sub.add_parser("export", help="a standalone HuggingFace folder from a run (LoRA merged)")

@@ -2,9 +2,13 @@
 
     agentrl inspect compare.json --worst 5      # the 5 largest regressions (B worse than A)
     agentrl inspect tuned.jsonl --worst 5       # the 5 lowest-reward rollouts of one eval
+    agentrl inspect runs/demo/rollouts.jsonl    # a training run's: with the advantage of each turn
 
 For each: the prompt, the reference (``metadata.expected_answer`` / ``reference_answer``, else the
 metadata), each side's reward with its components, and its trace: model text, tool calls → results.
+Where rollouts have per-turn rewards, each turn's line gives its reward and the advantage
+:func:`agentrl.credit.advantages` gives it within its group (``--credit``, default the run's
+``agentrl.credit`` read from its spec beside rollouts.jsonl, else episode).
 """
 
 from __future__ import annotations
@@ -26,10 +30,25 @@ def reference(metadata: dict) -> str:
     return json.dumps({k: v for k, v in metadata.items() if k != "allowed_tools"}, default=str)[:400]
 
 
+def turn_line(record: dict, k: int) -> str | None:
+    """``turn k: reward x, advantage y`` for a rollout with per-turn rewards or advantages."""
+    rewards, adv = record.get("turn_rewards") or [], record.get("turn_advantages")
+    bad = (record.get("turn_unscorable") or {}).get(str(k))
+    reward = rewards[k] if k < len(rewards) else None
+    if reward is None and bad is None and not any(r is not None for r in rewards) and adv is None:
+        return None
+    said = f"UNSCORABLE ({bad})" if bad else "none" if reward is None else num(reward)
+    tail = f", advantage {adv[k]:+.3f}" if adv is not None and k < len(adv) else ""
+    return f"turn {k + 1}: reward {said}{tail}"
+
+
 def trace_text(record: dict) -> str:
     """The rollout after its prompt: model text, tool calls and results, one line each."""
     lines = []
-    for step in record.get("trajectory") or []:
+    for k, step in enumerate(record.get("trajectory") or []):
+        per_turn = turn_line(record, k)
+        if per_turn:
+            lines.append(per_turn)
         text = (step.get("response") or "").strip()
         if text:
             lines.append(f"model: {text}")
@@ -61,7 +80,45 @@ def _best_record(records: list[dict]) -> dict:
     return max(records, key=lambda r: r["reward"] if r["reward"] is not None else -1)
 
 
-def inspect(path: str, *, worst: int, out: Output) -> dict:
+def _run_records(path: Path) -> list[dict] | None:
+    """A run's rollouts.jsonl as inspect's records (id: the prompt), or None when it is not one."""
+    from agentrl.record import RolloutRecord
+
+    records = []
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                return None
+            if not isinstance(row, dict) or "rollout_id" not in row or "id" in row:
+                return None
+            rec = RolloutRecord.from_dict(row).to_dict()
+            prompt = [m for m in rec["messages"] if m.get("role") in ("system", "user")][:2] or [{"content": ""}]
+            rec.update(id=rec["prompt_id"], prompt=prompt, metadata={}, tokens=rec["response_tokens"])
+            records.append(rec)
+    return records or None
+
+
+def with_turn_advantages(records: list[dict], credit: str | None, run_dir: Path | None) -> None:
+    """Fill ``turn_advantages`` per group (a run's: verl's group id and step; an eval's: the prompt) with
+    ``credit``, or the run's own ``agentrl.credit``."""
+    from agentrl.config import CreditSettings
+    from agentrl.credit import fill
+
+    settings = CreditSettings(method=credit) if credit else CreditSettings()
+    if credit is None and run_dir is not None:
+        from agentrl.ui.explorer import run_credit
+
+        settings = run_credit(run_dir)
+    for r in records:
+        r["group"] = r.get("group") or r["id"]
+    fill(records, settings.method, **settings.options())
+
+
+def inspect(path: str, *, worst: int, out: Output, credit: str | None = None) -> dict:
     p = Path(path)
     if not p.is_file():
         raise CompareError(f"{path}: no such file; give a file from `agentrl compare -o` or `agentrl eval -o`")
@@ -72,7 +129,13 @@ def inspect(path: str, *, worst: int, out: Output) -> dict:
         doc = None
     if isinstance(doc, dict) and "prompts" in doc and "a" in doc:
         return _inspect_compare(doc, worst, out)
-    _, records = read_eval(path)
+    run_records = _run_records(p)
+    if run_records is not None:
+        records = run_records
+        with_turn_advantages(records, credit, p.parent)
+    else:
+        _, records = read_eval(path)
+        with_turn_advantages(records, credit, None)
     ranked = sorted(records, key=lambda r: (r["reward"] is not None, r["reward"] or 0.0))[:worst]
     cases = []
     for n, r in enumerate(ranked, 1):

@@ -139,7 +139,7 @@ class LocalRunner:
                 "latency": f["latency"], "model_seconds": r.model_seconds, "tool_seconds": r.tool_seconds,
                 "stop_reason": r.stop_reason, "metadata": row["metadata"], "source": row["source"],
                 "prompt": row["messages"], "messages": r.messages, "trajectory": r.trajectory,
-                "rollout_id": r.rollout_id})
+                "rollout_id": r.rollout_id, "turn_rewards": r.turn_rewards, "turn_unscorable": r.turn_unscorable})
         return records
 
     def close(self) -> None:
