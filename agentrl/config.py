@@ -209,10 +209,12 @@ def resolve_paths(settings: AgentrlSettings, base: Path) -> None:
     """Every relative path in the ``agentrl:`` block is relative to the config file's folder, wherever
     ``agentrl train`` runs from (verl's workers run in the run directory). ``run_dir`` is an output and
     stays relative to the working directory."""
+    from agentrl.workflow.model_import import known
+
     for attr in ("train_data", "val_data", "model"):
         value = getattr(settings, attr)
-        if value and value != "demo":
-            setattr(settings, attr, _under(base, value))
+        if value and value != "demo" and not (attr == "model" and known(value) and not (base / value).exists()):
+            setattr(settings, attr, _under(base, value))  # a packaged model's name is a name, unless a folder
     if isinstance(settings.tools, str):
         settings.tools = _under(base, settings.tools)
     from agentrl.rewards.loading import looks_like_path

@@ -202,6 +202,32 @@ _HARMONY_MESSAGE = re.compile(
 _RECIPIENT = re.compile(r"to=([^\s<]+)")
 
 
+_SMOLLM2_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
+
+
+def smollm2_calls(text: str) -> list[dict] | None:
+    """SmolLM2's calls: a JSON list of ``{"name": ..., "arguments": {...}}`` inside ``<tool_call>…</tool_call>``
+    (SmolLM2-Instruct's published function-calling format); a lone object is read as a list of one, and ``[]``
+    is no call. None: no ``<tool_call>`` in the text; ValueError: an attempt that does not parse."""
+    blocks = _SMOLLM2_CALL.findall(text)
+    if not blocks:
+        return None
+    if text.count("<tool_call>") > text.count("</tool_call>"):
+        raise ValueError("<tool_call> is not closed with </tool_call>")
+    calls = []
+    for block in blocks:
+        try:
+            parsed = json.loads(block)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"the JSON inside <tool_call> is not valid ({exc.msg} at column {exc.colno})") from None
+        for call in parsed if isinstance(parsed, list) else [parsed]:
+            if not (isinstance(call, dict) and isinstance(call.get("name"), str)
+                    and isinstance(call.get("arguments"), dict)):
+                raise ValueError('<tool_call> holds a JSON list of {"name": a string, "arguments": an object}')
+            calls.append({"name": call["name"], "arguments": call["arguments"]})
+    return calls
+
+
 def harmony_messages(text: str) -> list[dict]:
     """A gpt-oss turn as messages: ``{"channel", "recipient", "body"}``. Text outside any message is dropped."""
     if not text.startswith("<|start|>"):
@@ -352,6 +378,12 @@ GPT_OSS = Family(
     note="the final channel's message; the analysis channel is sample.reasoning")
 
 
+SMOLLM2 = Family(
+    "smollm2", "smollm2", '<tool_call>[{"name": "TOOL", "arguments": {"KEY": VALUE}}]</tool_call>',
+    strip_calls=_strip_tool_call, find_malformed=_parsed_malformed(smollm2_calls),
+    note="the last turn's text with <tool_call> blocks removed")
+
+
 def _is_attempt(parse: Callable[[str], Any], text: str) -> bool:
     try:
         return parse(text) is not None
@@ -360,9 +392,9 @@ def _is_attempt(parse: Callable[[str], Any], text: str) -> bool:
 
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (QWEN25, QWEN3, QWEN3_CODER, LLAMA3_JSON, LLAMA3_PYTHONIC, MISTRAL,
-                                                  MISTRAL_V11, GPT_OSS, GLM45, HERMES)}
+                                                  MISTRAL_V11, GPT_OSS, GLM45, SMOLLM2, HERMES)}
 _BY_PARSER = {"hermes": HERMES, "qwen3_coder": QWEN3_CODER, "glm": GLM45, "gpt-oss": GPT_OSS,
-              "llama3_json": LLAMA3_JSON, "llama3_pythonic": LLAMA3_PYTHONIC, "mistral": MISTRAL}
+              "llama3_json": LLAMA3_JSON, "llama3_pythonic": LLAMA3_PYTHONIC, "mistral": MISTRAL, "smollm2": SMOLLM2}
 
 
 def family_for_parser(parser: str) -> Family:
@@ -391,6 +423,8 @@ def detect_family(chat_template: str | None, model_type: str | None = None) -> F
         return LLAMA3_PYTHONIC
     if "<|start_header_id|>" in t and '"parameters"' in t:
         return LLAMA3_JSON
+    if "<tool_call>[" in t:  # a JSON list of calls in one block
+        return SMOLLM2
     if "<tool_call>" in t:
         return QWEN3 if "<think>" in t else QWEN25
     return HERMES

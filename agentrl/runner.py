@@ -61,11 +61,17 @@ def _check_writable(run_dir: Path) -> None:
 
 
 def resolve_model(model: str) -> tuple[str, dict]:
-    """The model directory, building the demo model offline when asked for ``demo``."""
+    """The model directory, building the demo model offline when asked for ``demo``, and importing a model a
+    registry package ships (``smollm2-135m-instruct``) on first use."""
+    from agentrl.workflow.model_import import import_model, known
+
+    if known(model):
+        return str(import_model(model, log=lambda m: print(m, file=sys.stderr))), {}
     if model != "demo":
         if not Path(model).is_dir():
             raise RunError(f"agentrl.model {model!r} is not a folder with a HuggingFace model "
-                           f"(config.json and weights); give a local path, or 'demo'")
+                           f"(config.json and weights); give a local path, 'demo', or a packaged model "
+                           f"(`agentrl models list`)")
         return model, {}
     from agentrl.demo import build
 

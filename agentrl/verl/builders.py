@@ -11,6 +11,9 @@ templates refuse those prefixes:
   single tool-calls at once!"), so a group of results is rendered one result at a time, each after an
   assistant making that one call.
 
+And a ChatML template on a model_type verl does not know (SmolLM2's ``llama``) gets verl's ChatML boundary, the
+newline after ``<|im_end|>`` that generation stops before.
+
     builder = fit_builder(loop.continuous_token_builder, family)
 """
 
@@ -24,9 +27,28 @@ _USER = {"role": "user", "content": "continuous token synthetic user"}
 _ASSISTANT = {"role": "assistant", "content": "continuous token synthetic assistant"}
 
 
+def _chatml(builder: Any) -> Any:
+    """verl's ChatML boundary (its Qwen builder) for a ChatML template on a model_type verl gives the generic
+    builder (SmolLM2 is ``llama``): the template renders ``<|im_end|>\n`` after each turn and the model stops at
+    ``<|im_end|>``, so without it the newline is dropped before every appended tool or user turn, and the model
+    trains on a sequence its template never renders."""
+    from verl.utils.tokenizer.continuous_token import ContinuousTokenBuilder, QwenContinuousTokenBuilder
+
+    tokenizer = builder.tokenizer
+    if type(builder) is not ContinuousTokenBuilder or "<|im_end|>" not in (tokenizer.chat_template or ""):
+        return type(builder)
+    newline = tokenizer.encode("\n", add_special_tokens=False)
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    if len(newline) != 1 or end is None or end == tokenizer.unk_token_id:
+        return type(builder)
+    builder._newline_id, builder._im_end_id = newline[0], end
+    builder.__class__ = QwenContinuousTokenBuilder
+    return QwenContinuousTokenBuilder
+
+
 def fit_builder(builder: Any, family: Family) -> Any:
     """The builder, its class swapped for a subclass that respects ``family``'s template (or as it was)."""
-    base = type(builder)
+    base = _chatml(builder)
     overrides: dict[str, Any] = {}
     if family.alternating:
         def _tokenize_single_non_tool(self, message, *, tools=None, add_generation_prompt=False):

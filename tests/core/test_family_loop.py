@@ -83,10 +83,12 @@ class RolloutStandIn:
                            stop_reason="completed", extra_fields={"global_steps": 1})
 
 
-def run_family(tmp_path, name, replies, *, tool_parser="auto", expected="85", max_parallel_calls=4):
-    """One rollout of "What is 37 + 48?" whose model replies ``replies``; the loop, verl's output, the record."""
-    data = FAMILY_DATA[name]
-    tokenizer = family_tokenizer(name)
+def run_family(tmp_path, name, replies, *, tool_parser="auto", expected="85", max_parallel_calls=4, tokenizer=None,
+               data=None):
+    """One rollout of "What is 37 + 48?" whose model replies ``replies``; the loop, verl's output, the record.
+    ``tokenizer`` and ``data`` (model_type, end_of_call, end_of_turn): a real model's, instead of the fixture's."""
+    data = data or FAMILY_DATA[name]
+    tokenizer = tokenizer or family_tokenizer(name)
     spec = {"run_dir": str(tmp_path), "tools": ["calculator"], "tool_allow": None,
             "rewards": [{"name": "math", "weight": 1.0}],
             "agent": {"max_turns": 4, "max_tool_calls": 4, "max_parallel_calls": max_parallel_calls,
