@@ -16,6 +16,7 @@ Nothing else of bfcl-eval is replaced: the checker, the data loaders and ``conve
 
 from __future__ import annotations
 
+import functools
 import sys
 import types
 from dataclasses import dataclass
@@ -24,7 +25,8 @@ MODEL = "agentrl-FC"  # the model name the checker is given; "_" in it would rea
 _MODEL_CONFIG = "bfcl_eval.constants.model_config"
 
 # BFCL v4's single-turn categories this plugin converts and scores (relevance and irrelevance included)
-AST_CATEGORIES = ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple",
+# (simple_java and simple_javascript are left out: their arguments are Java/JavaScript source in strings)
+AST_CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple",
                   "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple")
 RELEVANCE_CATEGORIES = ("irrelevance", "live_irrelevance", "live_relevance")
 SINGLE_TURN = AST_CATEGORIES + RELEVANCE_CATEGORIES
@@ -52,6 +54,7 @@ def _stand_in_model_config() -> None:
     module.MODEL_CONFIG_MAPPING.setdefault(MODEL, _Config())
 
 
+@functools.cache  # once it passes (a failure raises and is not cached)
 def require() -> None:
     """Raise :class:`BfclMissing` with the install line unless bfcl-eval 2026.3.23 is importable."""
     from importlib import metadata
