@@ -3,9 +3,6 @@ every row of every supported single-turn category (the outputs and both scorers:
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from agentrl import plugins
@@ -16,8 +13,7 @@ import agentrl_bfcl.plugin
 from agentrl_bfcl import ast_reward, bfcl
 from agentrl_bfcl.rows import rows
 
-sys.path.insert(0, str(Path(__file__).parent))
-import fidelity  # noqa: E402
+from . import fidelity
 
 # Rows whose possible answer bfcl-eval's own checker rejects whatever the model writes (read by hand in
 # bfcl-eval 2026.3.23's data): their ground truth scores 0 on both sides, every other row's scores 1.
