@@ -49,7 +49,38 @@ def _check_row(row: Any, where: str) -> dict:
     metadata = row.get("metadata", {})
     if not isinstance(metadata, dict):
         raise DatasetError(f"{where}: \"metadata\" must be an object, got {type(metadata).__name__}")
+    try:
+        declared_tools(metadata)
+    except ValueError as exc:
+        raise DatasetError(f"{where}: {exc}") from None
     return row
+
+
+def declared_tools(metadata: dict) -> dict[str, dict]:
+    """The row's declared tools by name: functions offered to the model that nothing executes.
+
+        {"declared_tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {...}}}]}
+
+    A call to one is recorded (the rewards grade it) and not run, and the episode ends after the turn that makes
+    it: the calls are the answer, as in OpenAI function-calling rows and BFCL's single-turn rows. A bare
+    ``{"name", "description", "parameters"}`` is accepted too. ValueError says which entry is malformed."""
+    tools = metadata.get("declared_tools")
+    if tools is None:
+        return {}
+    if not isinstance(tools, list):
+        raise ValueError(f"metadata.declared_tools must be a list of function schemas, got {type(tools).__name__}")
+    found: dict[str, dict] = {}
+    for n, tool in enumerate(tools):
+        fn = tool.get("function", tool) if isinstance(tool, dict) else None
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"metadata.declared_tools[{n}] must be {{\"type\": \"function\", \"function\": "
+                             f"{{\"name\": ..., \"parameters\": {{...}}}}}} (no function name found)")
+        if name in found:
+            raise ValueError(f"metadata.declared_tools[{n}]: {name!r} is declared twice")
+        found[name] = {"type": "function", "function": {"name": name, "description": fn.get("description", ""),
+                                                         "parameters": fn.get("parameters") or {"type": "object", "properties": {}}}}
+    return found
 
 
 def read_rows(path: str | Path) -> Iterator[tuple[int, dict]]:

@@ -10,7 +10,8 @@ One sample, start to end:
 2. a per-rollout MCP session opens; its tool schemas go to the policy, which builds the prompt;
 3. each assistant turn comes from the policy (text plus the tool calls its parser found);
 4. tool calls run concurrently through the ToolHub, within the turn and rollout budgets; calls the parser
-   could not decode get an error result the model can read;
+   could not decode get an error result the model can read; calls to the row's declared tools
+   (``metadata.declared_tools``: offered, never run) are recorded for the rewards and end the episode;
 5. optionally a simulated user (an LLM through litellm) answers turns that call no tool;
 6. the finished trajectory becomes the ``sample`` and the RewardSet scores it;
 7. the record is appended to the run directory's ``rollouts.jsonl`` and returned.
@@ -172,7 +173,11 @@ class Episode:
 
     async def _converse(self, st: _Progress, session: Any, has_tools: bool, item: Any,
                         sampling_params: dict[str, Any]) -> None:
-        schemas = await session.tool_schemas() or None
+        from agentrl.dataset import declared_tools
+
+        declared = declared_tools(item.metadata)  # offered, never run: a served tool of the same name is hidden
+        schemas = [s for s in await session.tool_schemas() or [] if s["function"]["name"] not in declared]
+        schemas = schemas + list(declared.values()) or None
         await self.policy.start(st.messages, schemas)
         user = self.state.simulated_user()
         for turn in range(self.agent.max_turns):
@@ -202,8 +207,12 @@ class Episode:
                 if not await self._append(st, [{"role": "user", "content": reply}], schemas):
                     return
                 continue
-            results += await self._run_tools(st, step, assistant, calls, session, has_tools, unparsed=results)
+            results += await self._run_tools(st, step, assistant, calls, session, has_tools, unparsed=results,
+                                             declared=declared)
             step["tool_results"] = results
+            if any(c["name"] in declared for c in step["tool_calls"]):  # the declared calls are the answer
+                st.stop_reason = "declared_call"
+                return
             if turn == self.agent.max_turns - 1:
                 st.stop_reason = "turn_budget"
                 return
@@ -214,10 +223,15 @@ class Episode:
         st.stop_reason = "turn_budget"
 
     async def _run_tools(self, st: _Progress, step: dict, assistant: dict, calls: list, session: Any,
-                         has_tools: bool, unparsed: list[dict]) -> list[dict]:
-        """Run this turn's calls within the budgets; refused calls get an error result the model can read."""
+                         has_tools: bool, unparsed: list[dict], declared: dict | None = None) -> list[dict]:
+        """Run this turn's calls within the budgets; refused calls get an error result the model can read.
+        Calls to ``declared`` tools are recorded, not run, and outside the budgets (nothing runs)."""
         from agentrl.tools import ToolCall
 
+        declared = declared or {}
+        answer = [ToolCall(id=self._next_id(st, f"d{n}"), name=c.name, arguments=_as_args(c.arguments))
+                  for n, c in enumerate(c for c in calls if c.name in declared)]
+        asked, calls = calls, [c for c in calls if c.name not in declared]
         budget = self.agent.max_tool_calls - st.tool_calls
         one_call = self.family.one_call_per_turn  # the template renders a single call per assistant turn
         now = max(0, min(budget, 1 if one_call else self.agent.max_parallel_calls))
@@ -227,10 +241,11 @@ class Episode:
             "the tool-call budget of this rollout is used up; answer now" if budget <= 0 else
             "this model's chat template takes one tool call per turn; make the next call in your next turn"
             if one_call else "too many calls in one turn")) for n, c in enumerate(calls[now:])]
-        st.tool_calls += len(tool_calls)
-        step["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in tool_calls]
+        st.tool_calls += len(tool_calls) + len(answer)
+        recorded = _in_order(asked, declared, answer, tool_calls)
+        step["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in recorded]
         assistant["tool_calls"] = [{"type": "function", "id": c.id, "function": {"name": c.name, "arguments": c.arguments}}
-                                   for c in tool_calls]
+                                   for c in recorded]
         # a call that did not parse stays in the conversation as the attempt its error result answers
         # (templates such as gpt-oss's refuse a tool message that no call precedes)
         assistant["tool_calls"] += [{"type": "function", "id": r["id"], "function": {"name": r["name"], "arguments": {}}}
@@ -264,6 +279,13 @@ class Episode:
             st.stop_reason = "response_budget"
             return False
         return True
+
+
+def _in_order(asked: list, declared: dict, answer: list, run: list) -> list:
+    """The declared calls and the served calls that run, in the order the model made them."""
+    answer_left, run_left = iter(answer), iter(run)
+    picked = (next(answer_left) if c.name in declared else next(run_left, None) for c in asked)
+    return [c for c in picked if c is not None]
 
 
 def _as_args(arguments: Any) -> Any:

@@ -28,3 +28,13 @@ def register_tool_servers(register):
     ``{"command": ..., "args": [...], "env": {...}, "cwd": ...}`` for stdio or
     ``{"url": ..., "headers": {...}}`` for streamable HTTP.
     """
+
+
+@hookspec
+def register_dataset_converters(register):
+    """Provide dataset converters for ``agentrl data convert --from NAME SOURCE -o FILE``.
+
+    Call ``register(name, rows, description="")`` where ``rows(source: str) -> Iterable[dict]`` yields
+    agentrl rows (``id``, ``messages``, ``metadata``) for ``source`` (a file, a category: the converter's
+    own word); it raises ``ValueError`` naming what exists when ``source`` is unknown.
+    """

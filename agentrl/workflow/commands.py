@@ -3,6 +3,7 @@
     agentrl data check [FILE...] [--config CONFIG] [--model PATH|demo] [--json]
     agentrl data split FILE --val 0.15 --stratify KEY[,KEY] --seed 0 -o DIR
     agentrl data convert FILE(.jsonl|.parquet) -o OUT.jsonl | --to verl [--split val] -o OUT.parquet
+    agentrl data convert --from NAME SOURCE -o OUT.jsonl      (a plugin's converter, e.g. --from bfcl simple_python)
     agentrl prior CONFIG [--samples 5] [--limit 50] [--data FILE]
     agentrl eval CONFIG --model base|RUN_DIR[:STEP]|PATH [--data FILE] [--samples K] -o OUT.jsonl
     agentrl compare A.jsonl B.jsonl [--by metadata.KEY ...] [-o compare.json]
@@ -42,7 +43,7 @@ def _data(args: argparse.Namespace) -> int:
         _show_check(result, out)
         out.emit(result)
         return 0 if result["ok"] else 1
-    if len(args.files) != 1:
+    if len(args.files) != 1 and not (args.action == "convert" and args.source_format):
         raise SystemExit(f"agentrl data {args.action} takes one FILE")
     if args.action == "split":
         from agentrl.workflow.data import split
@@ -57,8 +58,16 @@ def _data(args: argparse.Namespace) -> int:
         out.line(f"train: {result['train']} ({result['train_rows']} rows)   val: {result['val']} ({result['val_rows']} rows)")
         out.emit(result)
         return 0
-    from agentrl.workflow.convert import convert_file
+    from agentrl.workflow.convert import convert_file, convert_from
 
+    if args.source_format:  # a plugin's converter: SOURCE is its word (a BFCL category, ...)
+        name, source = args.source_format
+        if not args.out or args.files:
+            raise SystemExit(f"agentrl data convert --from {name} {source} -o OUT.jsonl (no other input files)")
+        result = convert_from(name, source, args.out)
+        out.line(f"converted {result['rows']} rows from {result['from']} {result['source']} → {result['out']}")
+        out.emit(result)
+        return 0
     if not args.out:
         raise SystemExit("agentrl data convert needs -o OUT.jsonl (--to verl: -o OUT.parquet)")
     result = convert_file(args.files[0], args.out, to=args.to, split=args.split)
@@ -182,6 +191,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     d.add_argument("-o", "--out", help="split: output folder; convert: output file")
     d.add_argument("--to", choices=["agentrl", "verl"], default="agentrl",
                    help="convert: agentrl JSONL rows, or verl's parquet rows (prompt, data_source, reward_model, extra_info)")
+    d.add_argument("--from", dest="source_format", nargs=2, metavar=("NAME", "SOURCE"),
+                   help="convert: rows made by a plugin's dataset converter (`agentrl plugins` lists them), "
+                        "e.g. --from bfcl simple_python")
     d.add_argument("--split", choices=["train", "val"], default="train",
                    help="convert --to verl: the rows' extra_info.split (val: validation rows)")
     d.add_argument("--json", action="store_true")

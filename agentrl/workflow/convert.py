@@ -182,3 +182,31 @@ def convert_file(src: str, dst: str, to: str = "agentrl", split: str = "train") 
     out.write_text("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for _, _, r in rows),  # parquet dates as text
                    encoding="utf-8")
     return {"rows": len(rows), "changed": changed, "out": str(out)}
+
+
+def convert_from(name: str, source: str, dst: str) -> dict:
+    """``agentrl data convert --from NAME SOURCE -o DST``: the rows a plugin's dataset converter makes of
+    ``source``, checked like any dataset's; a bad row stops the command before ``dst`` is written."""
+    from agentrl import plugins
+    from agentrl.dataset import DatasetError, _check_row
+
+    convert = plugins.lookup("dataset converter", name, where="agentrl data convert --from").value
+    try:
+        made = list(convert(source))
+    except ValueError as exc:
+        raise ConvertError(f"--from {name} {source}: {exc}") from None
+    rows, problems = [], []
+    for n, row in enumerate(made):
+        try:
+            rows.append(_check_row(row, f"--from {name} {source}: row {n} (id {row.get('id')!r})"))
+        except DatasetError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise ConvertError(f"{len(problems)} row(s) from converter {name!r} are malformed; nothing written:\n  "
+                           + "\n  ".join(problems[:20]))
+    if not rows:
+        raise ConvertError(f"--from {name} {source}: the converter made no rows; nothing written")
+    out = Path(dst)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return {"rows": len(rows), "out": str(out), "from": name, "source": source}

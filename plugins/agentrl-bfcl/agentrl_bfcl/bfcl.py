@@ -1,0 +1,78 @@
+"""bfcl-eval's own modules, reached without its model registry or any provider SDK.
+
+    from agentrl_bfcl.bfcl import ast_checker, MODEL
+    ast_checker(functions, [{"math_factorial": {"number": 5}}], possible_answer, Language.PYTHON, "simple_python", MODEL)
+
+bfcl-eval's AST checker (``bfcl_eval.eval_checker.ast_eval.ast_checker``) imports ``MODEL_CONFIG_MAPPING`` from
+``bfcl_eval.constants.model_config``, which imports a handler for every model on the leaderboard and through them
+every provider SDK (anthropic, cohere, mistralai, google-genai, ...). The checker reads one field of it:
+``MODEL_CONFIG_MAPPING[model_name].underscore_to_dot``, whether the model's tool names had "." replaced by "_".
+So before the checker is imported, :func:`_stand_in_model_config` puts a module of that name in ``sys.modules``
+holding one entry, :data:`MODEL` (``underscore_to_dot=True``: agentrl offers BFCL's functions under names with
+"." replaced by "_", exactly as bfcl-eval's OpenAI-style function-calling handlers do). Where the real module is
+already imported (the SDKs are installed and something imported it), the entry is added to its mapping instead.
+Nothing else of bfcl-eval is replaced: the checker, the data loaders and ``convert_to_tool`` are its own code.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import types
+from dataclasses import dataclass
+
+MODEL = "agentrl-FC"  # the model name the checker is given; "_" in it would read as "/" (convert_func_name)
+_MODEL_CONFIG = "bfcl_eval.constants.model_config"
+
+# BFCL v4's single-turn categories this plugin converts and scores (relevance and irrelevance included)
+# (simple_java and simple_javascript are left out: their arguments are Java/JavaScript source in strings)
+AST_CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple",
+                  "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple")
+RELEVANCE_CATEGORIES = ("irrelevance", "live_irrelevance", "live_relevance")
+SINGLE_TURN = AST_CATEGORIES + RELEVANCE_CATEGORIES
+MULTI_TURN = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")
+
+
+class BfclMissing(ImportError):
+    """bfcl-eval is not installed (or not the version this plugin reads)."""
+
+
+@dataclass(frozen=True)
+class _Config:
+    """The one field of bfcl-eval's ModelConfig its AST checker reads."""
+
+    underscore_to_dot: bool = True
+
+
+def _stand_in_model_config() -> None:
+    module = sys.modules.get(_MODEL_CONFIG)
+    if module is None:
+        module = types.ModuleType(_MODEL_CONFIG, "agentrl-bfcl's stand-in for bfcl-eval's model registry "
+                                                 "(see agentrl_bfcl.bfcl)")
+        module.MODEL_CONFIG_MAPPING = {}
+        sys.modules[_MODEL_CONFIG] = module
+    module.MODEL_CONFIG_MAPPING.setdefault(MODEL, _Config())
+
+
+@functools.cache  # once it passes (a failure raises and is not cached)
+def require() -> None:
+    """Raise :class:`BfclMissing` with the install line unless bfcl-eval 2026.3.23 is importable."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("bfcl-eval")
+    except metadata.PackageNotFoundError:
+        raise BfclMissing("bfcl-eval is not installed; install it without its dependencies (its pins would "
+                          "replace numpy and pull every provider SDK): pip install --no-deps bfcl-eval==2026.3.23") from None
+    if version != "2026.3.23":
+        raise BfclMissing(f"bfcl-eval {version} is installed; agentrl-bfcl reads 2026.3.23's data and checker: "
+                          "pip install --no-deps bfcl-eval==2026.3.23")
+    _stand_in_model_config()
+
+
+def ast_checker(*args, **kwargs):
+    """bfcl-eval's ``ast_checker`` (same arguments), imported past its model registry."""
+    require()
+    from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker as check
+
+    return check(*args, **kwargs)

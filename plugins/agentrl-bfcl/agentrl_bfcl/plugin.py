@@ -1,0 +1,21 @@
+"""The agentrl plugin: the ``bfcl`` dataset converter and the ``bfcl_ast`` reward.
+
+Kept light: bfcl-eval is imported only when rows are converted or a rollout is scored.
+"""
+
+from agentrl.hookspecs import hookimpl
+
+
+@hookimpl
+def register_dataset_converters(register):
+    from agentrl_bfcl.rows import rows
+
+    register("bfcl", rows, description="BFCL v4 rows (bfcl-eval 2026.3.23): --from bfcl CATEGORY[:train|:heldout]")
+
+
+@hookimpl
+def register_rewards(register):
+    from agentrl_bfcl import ast_reward
+
+    register("bfcl_ast", ast_reward.grade,
+             description="BFCL single-turn rows (relevance/irrelevance included), scored by bfcl-eval's own AST checker")
