@@ -46,7 +46,7 @@ def test_one_grpo_step_of_smollm2_updates_the_model(tmp_path):
         "name": "smollm2-step", "model": "smollm2-135m-instruct", "train_data": "train.jsonl",
         "tools": ["calculator"], "rewards": [{"name": "./length.py", "weight": 1.0}, {"name": "math", "weight": 0}],
         "batch_size": 2, "samples_per_prompt": 2, "max_steps": 1, "learning_rate": 1e-5,
-        "max_prompt_length": 768, "max_response_length": 32, "run_dir": str(tmp_path / "run"),
+        "max_prompt_length": 1024, "max_response_length": 32, "run_dir": str(tmp_path / "run"),
         "agent": {"max_turns": 2, "max_tool_calls": 1}}}))
     result = subprocess.run(AGENTRL + ["train", str(config), "--no-review"], capture_output=True, text=True,
                             cwd=tmp_path, timeout=1800, env={**os.environ, "PYTHONUNBUFFERED": "1"})
