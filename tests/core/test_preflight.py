@@ -52,10 +52,10 @@ def test_isolation_is_reported_and_saved_before_the_run(tmp_path):
 def test_weak_isolation_stops_model_code_rewards_before_the_run(tmp_path):
     result = train(tmp_path, [{"name": "math"}, {"name": "coding", "weight": 0.5}], weak=True)
     assert result.returncode == 2, result.stderr
-    assert "sandbox isolation: WEAK (missing: net_ns, mount_ns, pid_ns, noatime, pid_reset)" in result.stderr
+    assert "sandbox isolation: WEAK (missing: net_ns, mount_ns, pid_ns, noatime, pid_reset, dev_readonly)" in result.stderr
     error = result.stderr.strip().splitlines()[-1]
     assert "config.yaml: agentrl.rewards coding run model-written code" in error, error
-    assert "missing: net_ns, mount_ns, pid_ns, noatime, pid_reset" in error and "AGENTRL_SANDBOX_ALLOW_WEAK=1" in error, error
+    assert "missing: net_ns, mount_ns, pid_ns, noatime, pid_reset, dev_readonly" in error and "AGENTRL_SANDBOX_ALLOW_WEAK=1" in error, error
     assert MODEL not in result.stderr and "Traceback" not in result.stderr
 
 
