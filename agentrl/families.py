@@ -29,7 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["Family", "TurnText", "FAMILIES", "detect_family", "family_for_parser", "model_family", "resolve_parser", "vllm_parser", "template_limits", "read_model_folder"]
+from agentrl.callcheck import guarded, json_value
+
+__all__ = ["Family", "TurnText", "FAMILIES", "detect_family", "family_for_parser", "choose_family", "model_family", "resolve_parser", "vllm_parser", "template_limits", "read_model_folder"]
 
 
 @dataclass(frozen=True)
@@ -74,8 +76,23 @@ def _hermes_malformed(text: str) -> list[str]:
     return bad
 
 
-_QWEN3_CODER_CALL = re.compile(r"^\s*<function=([^>\n]+)>\s*((?:<parameter=[^>\n]+>.*?</parameter>\s*)*)</function>\s*$",
-                               re.DOTALL)
+# a parameter's value ends at its own </parameter>: one that runs into the next <parameter= or </function> is
+# half-written (the peers guess where it ended; agentrl reports it)
+_QWEN3_CODER_VALUE = r"(?:(?!<parameter=|</parameter>|<function=|</function>).)*"
+_QWEN3_CODER_CALL = re.compile(
+    r"^\s*<function=([^>\n<]+)>\s*((?:<parameter=[^>\n<]+>" + _QWEN3_CODER_VALUE + r"</parameter>\s*)*)</function>\s*$",
+    re.DOTALL)
+_BARE_FUNCTION = re.compile(r"<function=.*?(?:</function>|$)", re.DOTALL)
+
+
+def wrap_bare_functions(text: str) -> str:
+    """Qwen3-Coder calls written without their ``<tool_call>`` wrapper, wrapped (vLLM reads them so)."""
+    if "<function=" not in text:
+        return text
+    parts = re.split(r"(<tool_call>.*?(?:</tool_call>|$))", text, flags=re.DOTALL)
+    return "".join(part if part.startswith("<tool_call>") else
+                   _BARE_FUNCTION.sub(lambda m: "<tool_call>\n" + m.group(0) + ("\n</tool_call>" if m.group(0).endswith(
+                       "</function>") else ""), part) for part in parts)
 
 
 def _tagged_malformed(call: re.Pattern, how: str):
@@ -89,9 +106,13 @@ def _tagged_malformed(call: re.Pattern, how: str):
     return find
 
 
-_qwen3_coder_malformed = _tagged_malformed(
+_qwen3_coder_tagged = _tagged_malformed(
     _QWEN3_CODER_CALL, "inside <tool_call> write <function=NAME>, then each argument as "
-                       "<parameter=KEY>VALUE</parameter>, then </function>")
+                       "<parameter=KEY>VALUE</parameter> (each closed), then </function>")
+
+
+def _qwen3_coder_malformed(text: str) -> list[str]:
+    return _qwen3_coder_tagged(wrap_bare_functions(text))
 
 
 _GLM_CALL = re.compile(r"^\s*([^<>\n]+?)\s*((?:<arg_key>[^<]*</arg_key>\s*<arg_value>.*?</arg_value>\s*)*)$", re.DOTALL)
@@ -102,12 +123,24 @@ _glm_malformed = _tagged_malformed(
                "<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>")
 
 
+_LLAMA_CALL_START = re.compile(r'(?:^|\n|<\|python_tag\|>)\s*(?=\{\s*"name"\s*:)')
+_LLAMA_BETWEEN = re.compile(r"(?:\s|;|<\|python_tag\|>)*")
+
+
 def llama_json_calls(text: str) -> list[dict] | None:
-    """Llama 3.x JSON calls: ``{"name": ..., "parameters": {...}}`` (several joined by ``;``), optionally after
-    ``<|python_tag|>``. None when the turn is not a call attempt; raises ValueError when it is one but broken."""
-    body = _LLAMA_ENDS.sub("", text).replace("<|python_tag|>", "").strip()
-    if not body.startswith("{") or '"name"' not in body:
+    """Llama 3.x JSON calls: ``{"name": ..., "parameters": {...}}``, optionally after ``<|python_tag|>`` or a line
+    of prose; several joined by ``;``, newlines or repeated ``<|python_tag|>``. None when the turn is not a call
+    attempt; raises ValueError when it is one but broken (a call after a broken one is not guessed at: the
+    format has no delimiter that says where it begins)."""
+    return guarded(_llama_json_calls, text)
+
+
+def _llama_json_calls(text: str) -> list[dict] | None:
+    text = _LLAMA_ENDS.sub("", text)
+    start = _LLAMA_CALL_START.search(text)
+    if start is None:
         return None
+    body = text[start.end():].rstrip()
     calls, decoder, at = [], json.JSONDecoder(), 0
     while at < len(body):
         try:
@@ -117,23 +150,31 @@ def llama_json_calls(text: str) -> list[dict] | None:
         args = call.get("parameters", call.get("arguments")) if isinstance(call, dict) else None
         if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not isinstance(args, dict):
             raise ValueError('a call needs "name" (a string) and "parameters" (an object)')
-        calls.append({"name": call["name"], "arguments": args})
-        rest = body[at:].lstrip()
-        if rest.startswith(";"):
-            rest = rest[1:].lstrip()
-        elif rest:
-            raise ValueError("text after the JSON call; reply with the call alone")
-        at = len(body) - len(rest)
+        calls.append({"name": call["name"], "arguments": json_value(args, "the arguments")})
+        at = _LLAMA_BETWEEN.match(body, at).end()
+        if at < len(body) and body[at] != "{":
+            raise ValueError("text after the JSON call; reply with the calls alone, separated by ;")
     return calls
 
 
 _LLAMA_ENDS = re.compile(r"<\|eot_id\|>|<\|eom_id\|>|<\|end_of_text\|>|<\|eot\|>|<\|end\|>")
 _PYTHONIC_START = re.compile(r"^\s*(?:<\|python_start\|>)?\s*\[\s*[A-Za-z_][\w.]*\s*\(")
+# a call list somewhere in the turn: [name() or [name(key=
+_PYTHONIC_ANYWHERE = re.compile(r"\[\s*[A-Za-z_][\w.]*\s*\(\s*(?:\)|[A-Za-z_]\w*\s*=)")
 
 
 def pythonic_calls(text: str) -> list[dict] | None:
-    """Llama 3.2 / 4 pythonic calls: ``[add(a=1, b=2), multiply(a=3, b=4)]``. None when not a call attempt."""
+    """Llama 3.2 / 4 pythonic calls: ``[add(a=1, b=2), multiply(a=3, b=4)]``. None when not a call attempt.
+
+    A call list after prose is an attempt, reported (vLLM takes the turn as text, SGLang runs the list): the
+    format puts the list alone in the turn."""
+    return guarded(_pythonic_calls, text)
+
+
+def _pythonic_calls(text: str) -> list[dict] | None:
     if not _PYTHONIC_START.match(text):
+        if _PYTHONIC_ANYWHERE.search(_LLAMA_ENDS.sub("", text)):
+            raise ValueError("the call list must be the whole turn: write [name(key=value, ...)] with no text before it")
         return None
     body = _LLAMA_ENDS.sub("", text).replace("<|python_start|>", "").replace("<|python_end|>", "").strip()
     try:
@@ -144,14 +185,20 @@ def pythonic_calls(text: str) -> list[dict] | None:
         raise ValueError("write a list of calls: [name(key=value, ...), ...]")
     calls = []
     for node in tree.elts:
-        if node.args:
+        if node.args or any(kw.arg is None for kw in node.keywords):
             raise ValueError("pass arguments by keyword: name(key=value)")
+        if not _dotted_name(node.func):
+            raise ValueError("call a tool by its name: name(key=value)")
         try:
             args = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords}
-        except ValueError:
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             raise ValueError("argument values must be literals (numbers, strings, lists, dicts)") from None
-        calls.append({"name": ast.unparse(node.func), "arguments": args})
+        calls.append({"name": ast.unparse(node.func), "arguments": json_value(args, "the arguments")})
     return calls
+
+
+def _dotted_name(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) or (isinstance(node, ast.Attribute) and _dotted_name(node.value))
 
 
 _MISTRAL_NEW = re.compile(r"\[TOOL_CALLS\]([^\[\]{}\s]+)(?:\[CALL_ID\]([A-Za-z0-9]+))?\[ARGS\]")
@@ -160,6 +207,10 @@ _MISTRAL_NEW = re.compile(r"\[TOOL_CALLS\]([^\[\]{}\s]+)(?:\[CALL_ID\]([A-Za-z0-
 def mistral_calls(text: str) -> list[dict] | None:
     """Mistral calls, old form ``[TOOL_CALLS][{"name": ..., "arguments": {...}}]`` or new form
     ``[TOOL_CALLS]name[ARGS]{...}`` (``[CALL_ID]id`` optional). None when the turn has no ``[TOOL_CALLS]``."""
+    return guarded(_mistral_calls, text)
+
+
+def _mistral_calls(text: str) -> list[dict] | None:
     at = text.find("[TOOL_CALLS]")
     if at < 0:
         return None
@@ -177,7 +228,8 @@ def mistral_calls(text: str) -> list[dict] | None:
                 raise ValueError(f"the arguments after [ARGS] are not valid JSON ({exc.msg})") from None
             if not isinstance(args, dict):
                 raise ValueError("the arguments after [ARGS] must be a JSON object")
-            calls.append({"name": m.group(1), "arguments": args, **({"id": m.group(2)} if m.group(2) else {})})
+            calls.append({"name": m.group(1), "arguments": json_value(args, "the arguments"),
+                          **({"id": m.group(2)} if m.group(2) else {})})
             while pos < len(body) and body[pos].isspace():
                 pos += 1
         return calls
@@ -190,7 +242,8 @@ def mistral_calls(text: str) -> list[dict] | None:
     for call in listed:
         if not (isinstance(call, dict) and isinstance(call.get("name"), str) and isinstance(call.get("arguments"), dict)):
             raise ValueError('each call needs "name" (a string) and "arguments" (an object)')
-        calls.append({"name": call["name"], "arguments": call["arguments"], **({"id": call["id"]} if "id" in call else {})})
+        calls.append({"name": call["name"], "arguments": json_value(call["arguments"], "the arguments"),
+                      **({"id": call["id"]} if "id" in call else {})})
     return calls
 
 
@@ -231,8 +284,12 @@ def harmony_calls(text: str) -> tuple[list[dict], list[str]]:
         name = recipient[len("functions."):] if recipient.startswith("functions.") else ""
         try:
             args = json.loads(msg["body"]) if msg["body"].strip() else {}
+            args = json_value(args, "the arguments") if isinstance(args, dict) else args
         except json.JSONDecodeError as exc:
             bad.append(f"the arguments to {recipient} are not valid JSON ({exc.msg} at column {exc.colno})")
+            continue
+        except ValueError as exc:
+            bad.append(f"the arguments to {recipient}: {exc}")
             continue
         if not name or not isinstance(args, dict):
             bad.append("address a call to=functions.NAME and send a JSON object of arguments")
@@ -252,7 +309,7 @@ def _split_harmony(text: str) -> tuple[str, str]:
 def _parsed_malformed(parse: Callable[[str], Any]) -> Callable[[str], list[str]]:
     def malformed(text: str) -> list[str]:
         try:
-            parse(text)
+            guarded(parse, text)
         except ValueError as exc:
             return [str(exc)]
         return []
@@ -272,7 +329,7 @@ class Family:
     name: str
     parser: str  # verl tool-call parser
     call_example: str  # one call in this format, shown to the model when its call is malformed
-    reasoning: str = ""  # "think" (<think>…</think>), "harmony" (analysis channel), "" (none)
+    reasoning: str = "think"  # "think" (<think>…</think>, for any family that writes it), "harmony" (analysis channel)
     strip_calls: Callable[[str], str] = lambda text: text
     find_malformed: Callable[[str], list[str]] = lambda text: []
     call_id_length: int = 0  # 9 for Mistral's templates; 0: any id
@@ -282,11 +339,14 @@ class Family:
 
     def split(self, text: str, special_tokens: tuple[str, ...] = ()) -> TurnText:
         """The visible answer and the reasoning of a turn decoded with special tokens kept."""
-        if self.reasoning == "harmony":
-            answer, reasoning = _split_harmony(text)
-        else:
-            answer, reasoning = _split_think(text) if self.reasoning == "think" else (text, "")
-            answer = self.strip_calls(answer)
+        try:
+            if self.reasoning == "harmony":
+                answer, reasoning = _split_harmony(text)
+            else:
+                answer, reasoning = _split_think(text) if self.reasoning == "think" else (text, "")
+                answer = self.strip_calls(answer)
+        except Exception:  # noqa: BLE001 - odd model text: no answer rather than markup graded, or a dead rollout
+            answer, reasoning = "", ""
         for token in special_tokens:
             answer = answer.replace(token, "")
             reasoning = reasoning.replace(token, "")
@@ -294,9 +354,12 @@ class Family:
 
     def malformed(self, text: str) -> list[str]:
         """Why each call the model attempted in this format does not parse (empty: none broken)."""
-        if self.reasoning == "think":
-            text, _ = _split_think(text)  # a call sketched while thinking is not a call
-        return self.find_malformed(text)
+        try:
+            if self.reasoning == "think":
+                text, _ = _split_think(text)  # a call sketched while thinking is not a call
+            return self.find_malformed(text)
+        except Exception as exc:  # noqa: BLE001 - a reader's bug on odd text is a report, never a dead rollout
+            return [f"the call could not be read ({type(exc).__name__}: {exc})"]
 
     def malformed_message(self, reason: str) -> str:
         return f"error: malformed tool call: {reason}. Write a call like this: {self.call_example}"
@@ -321,7 +384,8 @@ QWEN3 = Family("qwen3", "hermes", _HERMES_EXAMPLE, reasoning="think", strip_call
                note="the text after </think>; the <think> block is sample.reasoning")
 QWEN3_CODER = Family(
     "qwen3-coder", "qwen3_coder", "<tool_call>\n<function=TOOL>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>\n</tool_call>",
-    reasoning="think", strip_calls=_strip_tool_call, find_malformed=_qwen3_coder_malformed,
+    reasoning="think", strip_calls=lambda text: _strip_tool_call(wrap_bare_functions(text)),
+    find_malformed=_qwen3_coder_malformed,
     note="the text before <tool_call> (none on a final turn); arguments typed from the tool schemas")
 GLM45 = Family(
     "glm-4.5", "glm", "<tool_call>TOOL\n<arg_key>KEY</arg_key>\n<arg_value>VALUE</arg_value>\n</tool_call>",
@@ -354,7 +418,7 @@ GPT_OSS = Family(
 
 def _is_attempt(parse: Callable[[str], Any], text: str) -> bool:
     try:
-        return parse(text) is not None
+        return guarded(parse, text) is not None
     except ValueError:
         return True
 
@@ -372,8 +436,18 @@ def family_for_parser(parser: str) -> Family:
     if parser in _BY_PARSER:
         return _BY_PARSER[parser]
     # a parser agentrl does not know (a plugin's, or verl's seed/kimi/...): its calls parse, but malformed ones
-    # are not recognised, and the answer is the text with special tokens removed
+    # are not recognised, and the answer is the text with <think> blocks and special tokens removed
     return Family(parser, parser, "the format your chat template shows")
+
+
+def choose_family(tool_parser: str, chat_template: str | None, model_type: str | None = None) -> Family:
+    """The family for ``agent.tool_parser``: the template's own when "auto", or when the named parser is the one
+    the template's family uses (``tool_parser: hermes`` on Qwen3 keeps Qwen3's reasoning handling)."""
+    found = detect_family(chat_template, model_type)
+    if tool_parser == "auto":
+        return found
+    named = family_for_parser(tool_parser)
+    return found if chat_template and found.parser == named.parser else named
 
 
 def detect_family(chat_template: str | None, model_type: str | None = None) -> Family:
@@ -422,9 +496,7 @@ def model_family(model_path: str | Path | None, tool_parser: str = "auto") -> tu
     """The family of a model folder (``tool_parser="auto"``) or of a named parser, and what the folder says."""
     info = read_model_folder(model_path) if model_path and Path(model_path).is_dir() else {
         "chat_template": None, "model_type": None, "special_tokens": [], "template_file": None}
-    if tool_parser != "auto":
-        return family_for_parser(tool_parser), info
-    return detect_family(info["chat_template"], info["model_type"]), info
+    return choose_family(tool_parser, info["chat_template"], info["model_type"]), info
 
 
 def resolve_parser(tool_parser: str, model_path: str | Path | None) -> str:

@@ -42,14 +42,20 @@ class _TextParser(ToolParser):
     def _calls(self, text: str) -> list[dict]:
         try:
             return type(self).find(text) or []
-        except ValueError:  # malformed: no call; the agent loop tells the model why
+        except Exception:  # noqa: BLE001 - malformed: no call; the agent loop tells the model why
             return []
 
     async def extract_tool_calls(self, responses_ids: list[int], tools: Any = None) -> tuple[str, list[FunctionCall]]:
         text = self._text(responses_ids)
         calls = self._calls(text)
-        return text, [FunctionCall(name=c["name"], arguments=json.dumps(c["arguments"], ensure_ascii=False),
-                                   tool_call_id=c.get("id")) for c in calls]
+        out = []
+        for c in calls:
+            try:  # values JSON cannot carry are left out here; agentrl.families reports them to the model
+                out.append(FunctionCall(name=c["name"], arguments=json.dumps(c["arguments"], ensure_ascii=False,
+                                                                             allow_nan=False), tool_call_id=c.get("id")))
+            except (TypeError, ValueError):
+                continue
+        return text, out
 
 
 @ToolParser.register("llama3_json")
@@ -86,9 +92,12 @@ class _StrictBlocks:
 
     async def extract_tool_calls(self, responses_ids: list[int], tools: Any = None) -> tuple[str, list[FunctionCall]]:
         text = self.tokenizer.decode(responses_ids, skip_special_tokens=False)
-        if self.family.malformed(text):
-            text = families.TOOL_CALL_BLOCK.sub(lambda m: m.group(0) if not self.family.malformed(m.group(0)) else "", text)
-        return await super().extract_tool_calls(self.tokenizer.encode(text, add_special_tokens=False), tools)
+        wrapped = families.wrap_bare_functions(text) if self.family is families.QWEN3_CODER else text
+        if self.family.malformed(wrapped) or wrapped != text:
+            wrapped = families.TOOL_CALL_BLOCK.sub(
+                lambda m: m.group(0) if not self.family.malformed(m.group(0)) else "", wrapped)
+            responses_ids = self.tokenizer.encode(wrapped, add_special_tokens=False)
+        return await super().extract_tool_calls(responses_ids, tools)
 
 
 @ToolParser.register("qwen3_coder")
