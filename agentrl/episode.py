@@ -176,21 +176,17 @@ class Episode:
             if room <= 0:
                 st.stop_reason = "response_budget"
                 return
-            turn_out = await self.policy.generate(sampling_params, room)
-            text, calls, raw = turn_out[:3]
-            raw = text if raw is None else raw
-            # the visible answer apart from reasoning and call markup: rewards read it, the reasoning goes beside
-            said = self.family.split(raw, getattr(self.policy, "special_tokens", ()))
+            said = read_turn(self.family, await self.policy.generate(sampling_params, room),
+                             getattr(self.policy, "special_tokens", ()))
+            calls = said.calls
             step = make_step(said.answer)
             if said.reasoning:
                 step["reasoning"] = said.reasoning
             st.steps.append(step)
             assistant: dict[str, Any] = {"role": "assistant", "content": said.answer}
-            # calls the parser could not decode: the model is told why, in its own format
-            calls, refused = _checked(calls)
-            reasons = [*getattr(turn_out, "parse_errors", ()), *self.family.malformed(raw), *refused]
+            # calls that could not be read or carry what JSON cannot: the model is told why, in its own format
             results = [self._error(st, f"malformed{n}", "(unparsed)", self.family.malformed_message(why))
-                       for n, why in enumerate(reasons)]
+                       for n, why in enumerate(said.malformed)]
             if not calls and not results:  # a plain answer: done, unless a simulated user replies
                 st.messages.append({"role": "assistant", "content": said.answer})
                 reply = await user.next_message(st.messages, dict(item.metadata)) if user else None
@@ -263,6 +259,25 @@ class Episode:
             st.stop_reason = "response_budget"
             return False
         return True
+
+
+class ReadTurn(NamedTuple):
+    """One turn as the episode acts on it: the graded answer, the reasoning, the calls it runs, the reports."""
+
+    answer: str
+    reasoning: str
+    calls: list  # Call records whose arguments are JSON objects
+    malformed: list  # why each call that is not run was not run (told to the model)
+
+
+def read_turn(family: families.Family, turn: Any, special_tokens: tuple[str, ...] = ()) -> ReadTurn:
+    """A policy's turn (text, parsed calls, raw text, parse errors) read as the episode reads it."""
+    text, calls, raw = turn[:3]
+    raw = text if raw is None else raw
+    said = family.split(raw, special_tokens)  # rewards read the answer; the reasoning goes beside it
+    calls, refused = _checked(calls)
+    return ReadTurn(said.answer, said.reasoning, calls,
+                    [*getattr(turn, "parse_errors", ()), *family.malformed(raw), *refused])
 
 
 def _checked(calls: list) -> tuple[list, list[str]]:

@@ -109,6 +109,16 @@ class StrictQwen3CoderToolParser(_StrictBlocks, Qwen3XMLToolParser):
 class StrictGLMToolParser(_StrictBlocks, GLMToolParser):
     family = families.GLM45
 
+    @staticmethod
+    def _convert_arg_value(raw_value: str) -> Any:
+        """A JSON value when the text is one (``48``, ``[1, 2]``); otherwise the string as written, its
+        whitespace kept (verl strips it; GLM's template writes string values verbatim)."""
+        try:
+            value = json.loads(raw_value.strip(), parse_constant=lambda name: raw_value)
+        except ValueError:
+            return raw_value
+        return raw_value if isinstance(value, str) and raw_value.strip() != raw_value else value
+
 
 def tool_schemas(schemas: list[dict] | None) -> list | None:
     """The tool schemas as verl's parsers take them (``qwen3_coder`` types arguments from them).

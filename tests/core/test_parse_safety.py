@@ -116,3 +116,12 @@ def test_the_gate_refuses_what_json_cannot_carry(arguments, why):
 def test_the_gate_keeps_json_as_json():
     assert json_arguments({"x": (1, 2), "y": None, "z": "é"}) == {"x": [1, 2], "y": None, "z": "é"}
     assert json_arguments("") == {} and json_arguments('{"a": [1.5, true]}') == {"a": [1.5, True]}
+
+
+def test_glm_string_values_keep_their_whitespace_and_json_values_are_typed():
+    from agentrl.verl.parsers import StrictGLMToolParser
+
+    convert = StrictGLMToolParser._convert_arg_value
+    assert convert("  indented\n  code") == "  indented\n  code"  # verl stripped it to "indented\n  code"
+    assert convert("48") == 48 and convert(" [1, 2] ") == [1, 2] and convert("Dallas") == "Dallas"
+    assert convert("NaN") == "NaN"  # text, not a float JSON cannot carry
