@@ -53,6 +53,8 @@ def json_arguments(arguments: Any) -> dict:
             arguments = json.loads(arguments, parse_constant=_no_constant) if arguments.strip() else {}
         except json.JSONDecodeError as exc:
             raise ValueError(f"the arguments are not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if isinstance(arguments, str) and arguments.lstrip().startswith("{"):
+            return json_arguments(arguments)  # an object serialized twice (Granite 4 writes them so; vLLM reads it)
     if not isinstance(arguments, dict):
         raise ValueError(f"the arguments must be a JSON object, not {type(arguments).__name__}")
     return json_value(arguments, "the arguments")

@@ -69,7 +69,10 @@ def _hermes_malformed(text: str) -> list[str]:
         except json.JSONDecodeError as exc:
             bad.append(f"the JSON inside <tool_call> is not valid ({exc.msg} at column {exc.colno})")
             continue
-        if not (isinstance(call, dict) and isinstance(call.get("name"), str) and isinstance(call.get("arguments"), dict)):
+        args = call.get("arguments") if isinstance(call, dict) else None
+        if isinstance(args, str) and args.lstrip().startswith("{"):  # an object serialized twice: read as vLLM does
+            args = _json_or_none(args)
+        if not (isinstance(call, dict) and isinstance(call.get("name"), str) and isinstance(args, dict)):
             bad.append('the JSON inside <tool_call> needs "name" (a string) and "arguments" (an object)')
     if text.count("<tool_call>") > text.count("</tool_call>"):
         bad.append("<tool_call> is not closed with </tool_call>")
@@ -78,6 +81,13 @@ def _hermes_malformed(text: str) -> list[str]:
 
 # a parameter's value ends at its own </parameter>: one that runs into the next <parameter= or </function> is
 # half-written (the peers guess where it ended; agentrl reports it)
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
 _QWEN3_CODER_VALUE = r"(?:(?!<parameter=|</parameter>|<function=|</function>).)*"
 _QWEN3_CODER_CALL = re.compile(
     r"^\s*<function=([^>\n<]+)>\s*((?:<parameter=[^>\n<]+>" + _QWEN3_CODER_VALUE + r"</parameter>\s*)*)</function>\s*$",
@@ -123,38 +133,30 @@ _glm_malformed = _tagged_malformed(
                "<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>")
 
 
-_LLAMA_CALL_START = re.compile(r'(?:^|\n|<\|python_tag\|>)\s*(?=\{\s*"name"\s*:)')
-_LLAMA_BETWEEN = re.compile(r"(?:\s|;|<\|python_tag\|>)*")
+_LLAMA_CALL = re.compile(r'\{\s*"name"\s*:')
 
 
 def llama_json_calls(text: str) -> list[dict] | None:
-    """Llama 3.x JSON calls: ``{"name": ..., "parameters": {...}}``, optionally after ``<|python_tag|>`` or a line
-    of prose; several joined by ``;``, newlines or repeated ``<|python_tag|>``. None when the turn is not a call
-    attempt; raises ValueError when it is one but broken (a call after a broken one is not guessed at: the
-    format has no delimiter that says where it begins)."""
+    """Llama 3.x JSON calls: ``{"name": ..., "parameters": {...}}`` (``"arguments"`` also read), after
+    ``<|python_tag|>`` or prose, joined by ``;``, newlines, repeated ``<|python_tag|>`` or prose, as vLLM reads
+    them. None when the turn holds no ``{"name": ...`` object; raises ValueError when one is broken (a call after
+    a broken one is not guessed at: the format has no delimiter that says where the broken one ends)."""
     return guarded(_llama_json_calls, text)
 
 
 def _llama_json_calls(text: str) -> list[dict] | None:
-    text = _LLAMA_ENDS.sub("", text)
-    start = _LLAMA_CALL_START.search(text)
-    if start is None:
-        return None
-    body = text[start.end():].rstrip()
+    body = _LLAMA_ENDS.sub("", text).replace("<|python_tag|>", "\n")
     calls, decoder, at = [], json.JSONDecoder(), 0
-    while at < len(body):
+    while (found := _LLAMA_CALL.search(body, at)) is not None:
         try:
-            call, at = decoder.raw_decode(body, at)
+            call, at = decoder.raw_decode(body, found.start())
         except json.JSONDecodeError as exc:
             raise ValueError(f"the call is not valid JSON ({exc.msg} at column {exc.colno})") from None
         args = call.get("parameters", call.get("arguments")) if isinstance(call, dict) else None
         if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not isinstance(args, dict):
             raise ValueError('a call needs "name" (a string) and "parameters" (an object)')
         calls.append({"name": call["name"], "arguments": json_value(args, "the arguments")})
-        at = _LLAMA_BETWEEN.match(body, at).end()
-        if at < len(body) and body[at] != "{":
-            raise ValueError("text after the JSON call; reply with the calls alone, separated by ;")
-    return calls
+    return calls or None
 
 
 _LLAMA_ENDS = re.compile(r"<\|eot_id\|>|<\|eom_id\|>|<\|end_of_text\|>|<\|eot\|>|<\|end\|>")

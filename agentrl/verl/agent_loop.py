@@ -150,6 +150,18 @@ class AgentrlAgentLoop(AgentLoopBase):
         return record, policy
 
 
+async def parse_turn(parser: Any, tokenizer: Any, token_ids: list[int], tools: Optional[list] = None) -> Turn:
+    """A generated turn as the episode takes it: text, the calls verl's parser registry reads, the raw text; a
+    parser that raises gives a parse error (a malformed call told to the model), never a dead rollout."""
+    text = tokenizer.decode(token_ids, skip_special_tokens=True)
+    raw = tokenizer.decode(token_ids, skip_special_tokens=False)
+    try:
+        _, calls = await parser.extract_tool_calls(token_ids, tools)
+    except Exception as exc:  # noqa: BLE001 - a parser's failure on model text is a malformed call, not a dead rollout
+        return Turn(text, [], raw, (f"the call could not be read ({type(exc).__name__}: {exc})",))
+    return Turn(text, calls, raw)
+
+
 def special_tokens(tokenizer: Any) -> tuple[str, ...]:
     """Tokens removed from the visible answer: ``all_special_tokens`` and every added token the vocabulary flags
     special (GLM's ``<|user|>``, which ``all_special_tokens`` leaves out), longest first."""
@@ -207,14 +219,7 @@ class TokenPolicy:
         if aborted:
             raise GenerationAborted(f"generation aborted by the rollout server after {len(out.token_ids)} tokens",
                                     loop.tokenizer.decode(out.token_ids, skip_special_tokens=True))
-        token_ids = list(out.token_ids)
-        text = loop.tokenizer.decode(token_ids, skip_special_tokens=True)
-        raw = loop.tokenizer.decode(token_ids, skip_special_tokens=False)
-        try:
-            _, calls = await loop.parser.extract_tool_calls(token_ids, self.parser_tools)
-        except Exception as exc:  # noqa: BLE001 - a parser's failure on model text is a malformed call, not a dead rollout
-            return Turn(text, [], raw, (f"the call could not be read ({type(exc).__name__}: {exc})",))
-        return Turn(text, calls, raw)
+        return await parse_turn(loop.parser, loop.tokenizer, list(out.token_ids), self.parser_tools)
 
     async def extend(self, previous: list[dict], messages: list[dict], tools: Optional[list]) -> bool:
         try:
