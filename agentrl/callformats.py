@@ -296,3 +296,79 @@ def is_attempt(parse: Callable[[str], Any], text: str) -> bool:
 
 
 strip_tool_call = strip_blocks(r"<tool_call>.*?(?:</tool_call>|$)")
+
+
+_KIMI_SECTION = re.compile(r"<\|tool_calls_section_begin\|>(.*?)(?:<\|tool_calls_section_end\|>|$)", re.DOTALL)
+_KIMI_CALL = re.compile(r"\s*<\|tool_call_begin\|>\s*(?P<id>[^<]*?)\s*<\|tool_call_argument_begin\|>(?P<args>.*?)"
+                        r"<\|tool_call_end\|>\s*", re.DOTALL)
+_KIMI_ID = re.compile(r"^(?:functions\.)?(?P<name>[A-Za-z_][\w.\-]*?)(?::\d+)?$")
+
+
+def kimi_calls(text: str) -> list[dict] | None:
+    """Kimi K2 calls: ``<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>
+    {json}<|tool_call_end|>…<|tool_calls_section_end|>``. None when the turn has no section."""
+    return guarded(_kimi_calls, text)
+
+
+def _kimi_calls(text: str) -> list[dict] | None:
+    if "<|tool_calls_section_begin|>" not in text:
+        return None
+    calls = []
+    for m in _KIMI_SECTION.finditer(text):
+        if not m.group(0).endswith("<|tool_calls_section_end|>"):
+            raise ValueError("<|tool_calls_section_begin|> is not closed with <|tool_calls_section_end|>")
+        body, at = m.group(1), 0
+        while at < len(body.rstrip()):
+            call = _KIMI_CALL.match(body, at)
+            if not call:
+                raise ValueError("write each call as <|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>"
+                                 "{json arguments}<|tool_call_end|>")
+            name = _KIMI_ID.match(call.group("id"))
+            if not name:
+                raise ValueError(f"{call.group('id')!r} is not a call id (functions.NAME:0)")
+            try:
+                args = json.loads(call.group("args"))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"the arguments of {call.group('id')} are not valid JSON ({exc.msg})") from None
+            if not isinstance(args, dict):
+                raise ValueError(f"the arguments of {call.group('id')} must be a JSON object")
+            calls.append({"name": name.group("name"), "arguments": json_value(args, "the arguments"),
+                          "id": call.group("id")})
+            at = call.end()
+    return calls
+
+
+_SEED_BLOCK = re.compile(r"<seed:tool_call>(.*?)(?:</seed:tool_call>|$)", re.DOTALL)
+_SEED_CALL = re.compile(r"^\s*<function=([^>\n<]+)>\s*((?:<parameter=[^>\n<]+>" + _QWEN3_CODER_VALUE
+                        + r"</parameter>\s*)*)</function>\s*$", re.DOTALL)
+_SEED_PARAMETER = re.compile(r"<parameter=([^>\n<]+)>(.*?)</parameter>", re.DOTALL)
+SEED_THINK = re.compile(r"<seed:think>.*?(?:</seed:think>|$)", re.DOTALL)
+
+
+def seed_calls(text: str) -> list[dict] | None:
+    """Seed-OSS calls: ``<seed:tool_call><function=NAME><parameter=KEY>VALUE</parameter></function></seed:tool_call>``,
+    outside ``<seed:think>`` (a call quoted while thinking is not a call). A value is JSON when it reads as JSON
+    (``48``, ``[1, 2]``), else the string as written. None when the turn has no ``<seed:tool_call>``."""
+    return guarded(_seed_calls, text)
+
+
+def _seed_calls(text: str) -> list[dict] | None:
+    text = SEED_THINK.sub("", text)
+    if "<seed:tool_call>" not in text:
+        return None
+    calls = []
+    for m in _SEED_BLOCK.finditer(text):
+        if not m.group(0).endswith("</seed:tool_call>"):
+            raise ValueError("<seed:tool_call> is not closed with </seed:tool_call>")
+        call = _SEED_CALL.match(m.group(1))
+        if not call:
+            raise ValueError("inside <seed:tool_call> write <function=NAME>, then each argument as "
+                             "<parameter=KEY>VALUE</parameter> (each closed), then </function>")
+        args = {key.strip(): _typed(value) for key, value in _SEED_PARAMETER.findall(call.group(2))}
+        calls.append({"name": call.group(1).strip(), "arguments": json_value(args, "the arguments")})
+    return calls
+
+
+def _typed(value: str) -> Any:
+    parsed = _json_or_none(value.strip())
+    return value if parsed is None or isinstance(parsed, str) else parsed

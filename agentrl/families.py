@@ -41,7 +41,10 @@ from agentrl.callformats import (  # noqa: F401  (re-exported: the readers are p
     strip_blocks,
     strip_tool_call,
     harmony_calls,
+    SEED_THINK,
     harmony_messages,
+    kimi_calls,
+    seed_calls,
     llama_json_calls,
     mistral_calls,
     pythonic_calls,
@@ -63,7 +66,9 @@ _THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
 
 
 def _split_think(text: str) -> tuple[str, str]:
-    """``<think>…</think>`` blocks out of the text; a lone ``</think>`` closes reasoning the prompt opened."""
+    """``<think>…</think>`` blocks (Seed-OSS: ``<seed:think>``) out of the text; a lone ``</think>`` closes
+    reasoning the prompt opened."""
+    text = text.replace("<seed:think>", "<think>").replace("</seed:think>", "</think>")
     reasoning = [m.strip() for m in _THINK.findall(text)]
     text = _THINK.sub("", text)
     if "</think>" in text:  # the generation prompt ended with "<think>" (Qwen3 / GLM thinking mode)
@@ -166,10 +171,22 @@ GPT_OSS = Family(
     note="the final channel's message; the analysis channel is sample.reasoning")
 
 
+KIMI_K2 = Family(
+    "kimi-k2", "kimi", "<|tool_calls_section_begin|><|tool_call_begin|>functions.TOOL:0<|tool_call_argument_begin|>"
+    '{"KEY": VALUE}<|tool_call_end|><|tool_calls_section_end|>',
+    strip_calls=strip_blocks(r"<\|tool_calls_section_begin\|>.*?(?:<\|tool_calls_section_end\|>|$)"),
+    find_malformed=parsed_malformed(kimi_calls), note="the text before the tool-calls section")
+SEED_OSS = Family(
+    "seed-oss", "seed", "<seed:tool_call>\n<function=TOOL>\n<parameter=KEY>VALUE</parameter>\n</function>\n</seed:tool_call>",
+    strip_calls=strip_blocks(r"<seed:tool_call>.*?(?:</seed:tool_call>|$)"), find_malformed=parsed_malformed(seed_calls),
+    note="the text after </seed:think>; the <seed:think> block is sample.reasoning")
+
+
 FAMILIES: dict[str, Family] = {f.name: f for f in (QWEN25, QWEN3, QWEN3_CODER, LLAMA3_JSON, LLAMA3_PYTHONIC, MISTRAL,
-                                                  MISTRAL_V11, GPT_OSS, GLM45, HERMES)}
+                                                  MISTRAL_V11, GPT_OSS, GLM45, KIMI_K2, SEED_OSS, HERMES)}
 _BY_PARSER = {"hermes": HERMES, "qwen3_coder": QWEN3_CODER, "glm": GLM45, "gpt-oss": GPT_OSS,
-              "llama3_json": LLAMA3_JSON, "llama3_pythonic": LLAMA3_PYTHONIC, "mistral": MISTRAL}
+              "llama3_json": LLAMA3_JSON, "llama3_pythonic": LLAMA3_PYTHONIC, "mistral": MISTRAL, "kimi": KIMI_K2,
+              "seed": SEED_OSS}
 
 
 def family_for_parser(parser: str) -> Family:
@@ -200,6 +217,10 @@ def detect_family(chat_template: str | None, model_type: str | None = None) -> F
         return GPT_OSS
     if "<arg_key>" in t:
         return GLM45
+    if "<seed:tool_call>" in t:
+        return SEED_OSS
+    if "<|tool_calls_section_begin|>" in t or "tool_declare<|im_middle|>" in t:
+        return KIMI_K2
     if "<function=" in t and "<parameter=" in t:
         return QWEN3_CODER
     if "[TOOL_CALLS]" in t:

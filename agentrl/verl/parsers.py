@@ -4,6 +4,8 @@
     ToolParser.get_tool_parser("llama3_pythonic", tokenizer)  # [add(a=1, b=2)]
     ToolParser.get_tool_parser("mistral", tokenizer)          # [TOOL_CALLS][{...}]  or  [TOOL_CALLS]add[ARGS]{...}
     ToolParser.get_tool_parser("gpt-oss", tokenizer)          # harmony, every form (replaces verl's)
+    ToolParser.get_tool_parser("kimi", tokenizer)             # Kimi K2 sections, strict JSON (replaces verl's)
+    ToolParser.get_tool_parser("seed", tokenizer)             # Seed-OSS, calls inside <seed:think> ignored (replaces verl's)
 
 verl's own ``gpt-oss`` parser only finds calls whose recipient sits in the channel after an analysis message
 (``<|start|>assistant<|channel|>commentary to=functions.X …``). gpt-oss's chat template renders the recipient in
@@ -71,6 +73,25 @@ class Llama3PythonicToolParser(_TextParser):
 @ToolParser.register("mistral")
 class MistralToolParser(_TextParser):
     find = staticmethod(families.mistral_calls)
+
+
+@ToolParser.register("kimi")
+class KimiToolParser(_TextParser):
+    """verl's runs a call whose arguments are not JSON with ``{}`` and keeps the section in the answer."""
+
+    find = staticmethod(families.kimi_calls)
+
+    @property
+    def stop_token_ids(self) -> list[int]:
+        token_id = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
+        return [token_id] if isinstance(token_id, int) and token_id >= 0 and token_id != self.tokenizer.unk_token_id else []
+
+
+@ToolParser.register("seed")
+class SeedToolParser(_TextParser):
+    """verl's runs a call quoted inside ``<seed:think>``."""
+
+    find = staticmethod(families.seed_calls)
 
 
 @ToolParser.register("gpt-oss")

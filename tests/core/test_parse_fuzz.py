@@ -1,7 +1,7 @@
 """Fuzzing the tool-call readers: mutated calls in every format never raise and never run a call whose
 arguments are not a JSON object.
 
-Valid calls in each family's format (two per format, one with several calls) are cut short, have a delimiter
+Valid calls in each family's format (one or two per format, with several calls) are cut short, have a delimiter
 doubled or dropped, get bad escapes, huge or non-finite numbers and nested quotes; each mutant goes through the
 loop's path (``parse_turn`` with verl's parser registry and agentrl's parsers, then ``read_turn``) with the
 family's published template and tokens. Whether the arguments fit the tool's schema beyond being a JSON object
@@ -46,6 +46,11 @@ VALID = {
                               '[TOOL_CALLS] [{"name": "add", "arguments": {"a": 1}}, {"name": "multiply", '
                               '"arguments": {"a": "x\\"y"}}]']),
     "mistral-small-3.2": ("auto", ['[TOOL_CALLS]add[ARGS]{"a": 37, "b": 48}[TOOL_CALLS]multiply[ARGS]{"a": 2}']),
+    # no published tokens for these two here: the Qwen2.5 fixture's byte-level BPE carries their markup as text
+    "qwen2.5+kimi": ("kimi", ["<|tool_calls_section_begin|><|tool_call_begin|>functions.add:0<|tool_call_argument_begin|>"
+                              '{"a": 37, "b": [1, "x"]}<|tool_call_end|><|tool_calls_section_end|>']),
+    "qwen2.5+seed": ("seed", ["<seed:think>x</seed:think><seed:tool_call>\n<function=add>\n<parameter=a>37</parameter>"
+                              "\n<parameter=b>[1, 2]</parameter>\n</function>\n</seed:tool_call>"]),
     "gpt-oss": ("auto", [' to=functions.add<|channel|>commentary json<|message|>{"a": 37, "b": 48}<|call|>',
                          "<|channel|>analysis<|message|>add<|end|><|start|>assistant<|channel|>commentary "
                          'to=functions.add <|constrain|>json<|message|>{"a": [1, "x"]}<|call|>']),
@@ -82,6 +87,7 @@ def _mutate(text: str, kind: str, at: int, pick: int) -> str:
 
 def _read(fixture: str, text: str):
     tool_parser, _ = VALID[fixture]
+    fixture = fixture.split("+")[0]
     tokenizer = family_tokenizer(fixture)
     family = families.choose_family(tool_parser, tokenizer.chat_template, FAMILY_DATA[fixture]["model_type"])
     parser = ToolParser.get_tool_parser(family.parser, tokenizer)

@@ -125,3 +125,50 @@ def test_glm_string_values_keep_their_whitespace_and_json_values_are_typed():
     assert convert("  indented\n  code") == "  indented\n  code"  # verl stripped it to "indented\n  code"
     assert convert("48") == 48 and convert(" [1, 2] ") == [1, 2] and convert("Dallas") == "Dallas"
     assert convert("NaN") == "NaN"  # text, not a float JSON cannot carry
+
+
+def _through_registry(parser_name: str, text: str):
+    """A turn through verl's parser registry (agentrl's parser for the name) and the episode's reading. The
+    tokenizer is the Qwen2.5 fixture's byte-level BPE: these families' own tokens are not in tests/fixtures."""
+    import asyncio
+
+    from verl.experimental.agent_loop.tool_parser import ToolParser
+
+    from agentrl.episode import read_turn
+    from agentrl.verl.agent_loop import parse_turn
+
+    tok = family_tokenizer("qwen2.5")
+    family = families.family_for_parser(parser_name)
+    turn = asyncio.run(parse_turn(ToolParser.get_tool_parser(parser_name, tok), tok,
+                                  tok.encode(text, add_special_tokens=False)))
+    return read_turn(family, turn)
+
+
+KIMI_CALL = ('<|tool_calls_section_begin|><|tool_call_begin|>functions.add:0<|tool_call_argument_begin|>'
+             '{"a": 37, "b": 48}<|tool_call_end|><|tool_calls_section_end|>')
+
+
+def test_kimi_k2_calls_leave_the_answer_and_broken_ones_are_reported():
+    said = _through_registry("kimi", "Let me add." + KIMI_CALL)
+    assert [(c.name, c.arguments) for c in said.calls] == [("add", {"a": 37, "b": 48})]
+    assert said.answer == "Let me add." and said.malformed == []  # the generic family graded the section as the answer
+    broken = _through_registry("kimi", KIMI_CALL.replace('"b": 48', '"b": '))
+    assert broken.calls == [] and "not valid JSON" in broken.malformed[0]  # verl's ran add with {}
+    assert _through_registry("kimi", "It is 85.") == ("It is 85.", "", [], [])
+
+
+def test_seed_oss_calls_inside_its_reasoning_are_not_run():
+    call = "<seed:tool_call>\n<function=add>\n<parameter=a>37</parameter>\n<parameter=b>48</parameter>\n</function>\n" \
+           "</seed:tool_call>"
+    thinking = _through_registry("seed", "<seed:think>I could write " + call + " but 85 is known.</seed:think>It is 85.")
+    assert thinking.calls == [] and thinking.malformed == [] and thinking.answer == "It is 85."  # verl's ran it
+    assert "I could write" in thinking.reasoning
+    said = _through_registry("seed", "<seed:think>add</seed:think>" + call)
+    assert [(c.name, c.arguments) for c in said.calls] == [("add", {"a": 37, "b": 48})] and said.answer == ""
+    half = _through_registry("seed", call.replace("48</parameter>", "48"))
+    assert half.calls == [] and "each closed" in half.malformed[0]
+
+
+def test_kimi_and_seed_are_found_from_their_markers():
+    assert families.detect_family("{{ '<|im_system|>tool_declare<|im_middle|>' }}").name == "kimi-k2"
+    assert families.detect_family("{%- set toolcall_begin_token = '<seed:tool_call>' -%}").name == "seed-oss"
