@@ -54,9 +54,10 @@ def _json_or_none(text: str) -> Any:
 
 
 _QWEN3_CODER_VALUE = r"(?:(?!<parameter=|</parameter>|<function=|</function>).)*"
+# </function> may be left out before </tool_call>, which ends the call unambiguously (vLLM and SGLang read it)
 _QWEN3_CODER_CALL = re.compile(
-    r"^\s*<function=([^>\n<]+)>\s*((?:<parameter=[^>\n<]+>" + _QWEN3_CODER_VALUE + r"</parameter>\s*)*)</function>\s*$",
-    re.DOTALL)
+    r"^\s*<function=([^>\n<]+)>\s*((?:<parameter=[^>\n<]+>" + _QWEN3_CODER_VALUE + r"</parameter>\s*)*)"
+    r"(?:</function>)?\s*$", re.DOTALL)
 _BARE_FUNCTION = re.compile(r"<function=.*?(?:</function>|$)", re.DOTALL)
 
 
