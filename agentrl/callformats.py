@@ -47,10 +47,15 @@ def hermes_malformed(text: str) -> list[str]:
 # a parameter's value ends at its own </parameter>: one that runs into the next <parameter= or </function> is
 # half-written (the peers guess where it ended; agentrl reports it)
 def _json_or_none(text: str) -> Any:
+    """``text`` as strict JSON (no NaN/Infinity), or None."""
     try:
-        return json.loads(text)
-    except ValueError:
+        return json.loads(text, parse_constant=_refuse)
+    except (ValueError, RecursionError):
         return None
+
+
+def _refuse(name: str) -> Any:
+    raise ValueError(name)
 
 
 _QWEN3_CODER_VALUE = r"(?:(?!<parameter=|</parameter>|<function=|</function>).)*"
@@ -94,9 +99,37 @@ def qwen3_coder_malformed(text: str) -> list[str]:
 _GLM_CALL = re.compile(r"^\s*([^<>\n]+?)\s*((?:<arg_key>[^<]*</arg_key>\s*<arg_value>.*?</arg_value>\s*)*)$", re.DOTALL)
 
 
-glm_malformed = _tagged_malformed(
+_GLM_LITERAL_NEWLINE = re.compile(r"\\n(?=\s*(?:<arg_key>|<arg_value>|</tool_call>))|(?<=</arg_key>)\\n|(?<=</arg_value>)\\n")
+
+
+def glm_unescape(text: str) -> str:
+    """GLM-4.6 sometimes writes its markup's newlines as the two characters backslash-n (``todo\\n<arg_key>``);
+    inside a ``<tool_call>`` those become newlines, so the tool is ``todo``, not ``todo\\n`` (SGLang reads them so)."""
+    if "\\n" not in text:
+        return text
+    return TOOL_CALL_BLOCK.sub(lambda m: _GLM_LITERAL_NEWLINE.sub("\n", m.group(0)), text)
+
+
+def glm_value(raw: str) -> Any:
+    """An ``<arg_value>``: JSON when it reads as JSON (``48``, ``[1, 2]``), also when GLM-4.6 wrote it with
+    JSON-string escapes (``[{\\"id\\": 1}]``); otherwise the string as written, whitespace kept."""
+    value = _json_or_none(raw.strip())
+    if value is None and '\\"' in raw:
+        unescaped = _json_or_none('"' + raw.strip() + '"')
+        value = _json_or_none(unescaped.strip()) if isinstance(unescaped, str) else None
+        value = None if isinstance(value, str) else value
+    if value is None or (isinstance(value, str) and raw.strip() != raw):
+        return raw
+    return value
+
+
+_glm_tagged = _tagged_malformed(
     _GLM_CALL, "inside <tool_call> write the function name, then each argument as "
                "<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>")
+
+
+def glm_malformed(text: str) -> list[str]:
+    return _glm_tagged(glm_unescape(text))
 
 
 _LLAMA_CALL = re.compile(r'\{\s*"name"\s*:')

@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 from verl.experimental.agent_loop.tool_parser import FunctionCall, GLMToolParser, Qwen3XMLToolParser, ToolParser
 
-from agentrl import families
+from agentrl import callformats, families
 
 
 class _TextParser(ToolParser):
@@ -132,13 +132,15 @@ class StrictGLMToolParser(_StrictBlocks, GLMToolParser):
 
     @staticmethod
     def _convert_arg_value(raw_value: str) -> Any:
-        """A JSON value when the text is one (``48``, ``[1, 2]``); otherwise the string as written, its
-        whitespace kept (verl strips it; GLM's template writes string values verbatim)."""
-        try:
-            value = json.loads(raw_value.strip(), parse_constant=lambda name: raw_value)
-        except ValueError:
-            return raw_value
-        return raw_value if isinstance(value, str) and raw_value.strip() != raw_value else value
+        """verl strips every value; GLM's template writes string values verbatim (see ``glm_value``)."""
+        return callformats.glm_value(raw_value)
+
+    async def extract_tool_calls(self, responses_ids: list[int], tools: Any = None) -> tuple[str, list[FunctionCall]]:
+        text = self.tokenizer.decode(responses_ids, skip_special_tokens=False)
+        unescaped = callformats.glm_unescape(text)  # GLM-4.6's literal \n between its markup
+        if unescaped != text:
+            responses_ids = self.tokenizer.encode(unescaped, add_special_tokens=False)
+        return await super().extract_tool_calls(responses_ids, tools)
 
 
 def tool_schemas(schemas: list[dict] | None) -> list | None:

@@ -172,3 +172,20 @@ def test_seed_oss_calls_inside_its_reasoning_are_not_run():
 def test_kimi_and_seed_are_found_from_their_markers():
     assert families.detect_family("{{ '<|im_system|>tool_declare<|im_middle|>' }}").name == "kimi-k2"
     assert families.detect_family("{%- set toolcall_begin_token = '<seed:tool_call>' -%}").name == "seed-oss"
+
+
+def test_glm_46_literal_newline_escapes_are_read(tmp_path):
+    """GLM-4.6 may write its markup's newlines as backslash-n: the tool name was "add\\n" (an unknown tool)."""
+    turn = "<tool_call>add\\n<arg_key>a</arg_key>\\n<arg_value>37</arg_value>\\n<arg_key>b</arg_key>\\n" \
+           "<arg_value>48</arg_value>\\n</tool_call>"
+    _, out, record, _ = run_family(tmp_path, "glm-4.5", [turn, "\n<think></think>\nThe answer is 85."])
+    calls, errors = _first_turn(record)
+    assert [(c["name"], c["arguments"]) for c in calls] == [("add", {"a": 37, "b": 48})] and errors == []
+    assert out.reward_score == 1.0
+
+
+def test_glm_values_written_with_json_string_escapes_are_json():
+    from agentrl.callformats import glm_value
+
+    assert glm_value('[{\\"id\\": \\"1\\", \\"task\\": \\"check\\"}]') == [{"id": "1", "task": "check"}]
+    assert glm_value('say \\"hi\\"') == 'say \\"hi\\"'  # not JSON either way: the text as written
