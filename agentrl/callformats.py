@@ -406,3 +406,73 @@ def _seed_calls(text: str) -> list[dict] | None:
 def _typed(value: str) -> Any:
     parsed = _json_or_none(value.strip())
     return value if parsed is None or isinstance(parsed, str) else parsed
+
+
+_DS_CALLS_BEGIN, _DS_CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
+_DS_CALL = re.compile(r"\s*<｜tool▁call▁begin｜>(?P<head>.*?)<｜tool▁sep｜>(?P<body>.*?)<｜tool▁call▁end｜>\s*", re.DOTALL)
+_DS_V3_BODY = re.compile(r"^(?P<name>[^\n`]+?)\s*\n```(?:json)?\s*\n(?P<args>.*?)\n?```\s*$", re.DOTALL)
+
+
+def deepseek_calls(text: str) -> list[dict] | None:
+    """DeepSeek V3 / V3.1 calls inside ``<｜tool▁calls▁begin｜>…<｜tool▁calls▁end｜>``: V3 writes
+    ``<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME`` then the arguments in a json code fence, V3.1
+    ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{json}``. None when the turn has no call section."""
+    return guarded(_deepseek_calls, text)
+
+
+def _deepseek_calls(text: str) -> list[dict] | None:
+    at = text.find(_DS_CALLS_BEGIN)
+    if at < 0:
+        return None
+    end = text.find(_DS_CALLS_END, at)
+    if end < 0:
+        raise ValueError(f"{_DS_CALLS_BEGIN} is not closed with {_DS_CALLS_END}")
+    body, pos, calls = text[at + len(_DS_CALLS_BEGIN):end], 0, []
+    while pos < len(body.rstrip()):
+        m = _DS_CALL.match(body, pos)
+        if not m:
+            raise ValueError("write each call as <｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{json arguments}<｜tool▁call▁end｜>")
+        name, args = m.group("head").strip(), m.group("body")
+        if name == "function":  # V3: the name, then the arguments in a json code fence
+            v3 = _DS_V3_BODY.match(args.strip())
+            if not v3:
+                raise ValueError("after function<｜tool▁sep｜> write the name, then the arguments in a ```json fence")
+            name, args = v3.group("name").strip(), v3.group("args")
+        calls.append({"name": name, "arguments": _json_object(args, name)})
+        pos = m.end()
+    return calls
+
+
+def granite_calls(text: str) -> list[dict] | None:
+    """Granite 3.x calls: ``<|tool_call|>[{"name": ..., "arguments": {...}}, ...]``. None without ``<|tool_call|>``."""
+    return guarded(_granite_calls, text)
+
+
+def _granite_calls(text: str) -> list[dict] | None:
+    at = text.find("<|tool_call|>")
+    if at < 0:
+        return None
+    body = text[at + len("<|tool_call|>"):].replace("<|end_of_text|>", "").strip()
+    try:
+        listed, end = json.JSONDecoder().raw_decode(body)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the list after <|tool_call|> is not valid JSON ({exc.msg})") from None
+    if body[end:].strip():
+        raise ValueError("text after the call list; reply with <|tool_call|>[...] alone")
+    calls = []
+    for call in listed if isinstance(listed, list) else [listed]:
+        if not (isinstance(call, dict) and isinstance(call.get("name"), str)):
+            raise ValueError('each call needs "name" (a string) and "arguments" (an object)')
+        calls.append({"name": call["name"], "arguments": _json_object(call.get("arguments"), call["name"])})
+    return calls
+
+
+def _json_object(args: Any, name: str) -> dict:
+    if isinstance(args, str):
+        try:
+            args = json.loads(args, parse_constant=_refuse)
+        except ValueError as exc:
+            raise ValueError(f"the arguments of {name} are not valid JSON ({exc})") from None
+    if not isinstance(args, dict):
+        raise ValueError(f"the arguments of {name} must be a JSON object")
+    return json_value(args, "the arguments")

@@ -42,6 +42,8 @@ from agentrl.callformats import (  # noqa: F401  (re-exported: the readers are p
     strip_tool_call,
     harmony_calls,
     SEED_THINK,
+    deepseek_calls,
+    granite_calls,
     harmony_messages,
     kimi_calls,
     seed_calls,
@@ -180,13 +182,24 @@ SEED_OSS = Family(
     "seed-oss", "seed", "<seed:tool_call>\n<function=TOOL>\n<parameter=KEY>VALUE</parameter>\n</function>\n</seed:tool_call>",
     strip_calls=strip_blocks(r"<seed:tool_call>.*?(?:</seed:tool_call>|$)"), find_malformed=parsed_malformed(seed_calls),
     note="the text after </seed:think>; the <seed:think> block is sample.reasoning")
+DEEPSEEK_V3 = Family(
+    "deepseek-v3", "deepseek_v3",
+    "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>TOOL<｜tool▁sep｜>{\"KEY\": VALUE}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+    strip_calls=strip_blocks(r"<｜tool▁calls▁begin｜>.*?(?:<｜tool▁calls▁end｜>|$)"),
+    find_malformed=parsed_malformed(deepseek_calls),
+    note="the text before the tool-calls section (V3 and V3.1); the <think> block (V3.1 thinking) is sample.reasoning")
+GRANITE = Family(
+    "granite", "granite", '<|tool_call|>[{"name": "TOOL", "arguments": {"KEY": VALUE}}]',
+    strip_calls=strip_blocks(r"<\|tool_call\|>.*$"), find_malformed=parsed_malformed(granite_calls),
+    note="the text before <|tool_call|>")
 
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (QWEN25, QWEN3, QWEN3_CODER, LLAMA3_JSON, LLAMA3_PYTHONIC, MISTRAL,
-                                                  MISTRAL_V11, GPT_OSS, GLM45, KIMI_K2, SEED_OSS, HERMES)}
+                                                  MISTRAL_V11, GPT_OSS, GLM45, KIMI_K2, SEED_OSS,
+                                                  DEEPSEEK_V3, GRANITE, HERMES)}
 _BY_PARSER = {"hermes": HERMES, "qwen3_coder": QWEN3_CODER, "glm": GLM45, "gpt-oss": GPT_OSS,
               "llama3_json": LLAMA3_JSON, "llama3_pythonic": LLAMA3_PYTHONIC, "mistral": MISTRAL, "kimi": KIMI_K2,
-              "seed": SEED_OSS}
+              "seed": SEED_OSS, "deepseek_v3": DEEPSEEK_V3, "deepseek_v31": DEEPSEEK_V3, "granite": GRANITE}
 
 
 def family_for_parser(parser: str) -> Family:
@@ -221,6 +234,10 @@ def detect_family(chat_template: str | None, model_type: str | None = None) -> F
         return SEED_OSS
     if "<|tool_calls_section_begin|>" in t or "tool_declare<|im_middle|>" in t:
         return KIMI_K2
+    if "tool▁calls▁begin" in t:
+        return DEEPSEEK_V3
+    if "<|tool_call|>" in t:
+        return GRANITE
     if "<function=" in t and "<parameter=" in t:
         return QWEN3_CODER
     if "[TOOL_CALLS]" in t:

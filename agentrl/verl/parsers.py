@@ -5,6 +5,8 @@
     ToolParser.get_tool_parser("mistral", tokenizer)          # [TOOL_CALLS][{...}]  or  [TOOL_CALLS]add[ARGS]{...}
     ToolParser.get_tool_parser("gpt-oss", tokenizer)          # harmony, every form (replaces verl's)
     ToolParser.get_tool_parser("kimi", tokenizer)             # Kimi K2 sections, strict JSON (replaces verl's)
+    ToolParser.get_tool_parser("deepseek_v3", tokenizer)      # <｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...} (V3 and V3.1)
+    ToolParser.get_tool_parser("granite", tokenizer)          # <|tool_call|>[{"name": ..., "arguments": {...}}]
     ToolParser.get_tool_parser("seed", tokenizer)             # Seed-OSS, calls inside <seed:think> ignored (replaces verl's)
 
 verl's own ``gpt-oss`` parser only finds calls whose recipient sits in the channel after an analysis message
@@ -92,6 +94,17 @@ class SeedToolParser(_TextParser):
     """verl's runs a call quoted inside ``<seed:think>``."""
 
     find = staticmethod(families.seed_calls)
+
+
+@ToolParser.register("deepseek_v3")
+@ToolParser.register("deepseek_v31")
+class DeepSeekV3ToolParser(_TextParser):
+    find = staticmethod(families.deepseek_calls)
+
+
+@ToolParser.register("granite")
+class GraniteToolParser(_TextParser):
+    find = staticmethod(families.granite_calls)
 
 
 @ToolParser.register("gpt-oss")

@@ -46,16 +46,22 @@ VALID = {
                               '[TOOL_CALLS] [{"name": "add", "arguments": {"a": 1}}, {"name": "multiply", '
                               '"arguments": {"a": "x\\"y"}}]']),
     "mistral-small-3.2": ("auto", ['[TOOL_CALLS]add[ARGS]{"a": 37, "b": 48}[TOOL_CALLS]multiply[ARGS]{"a": 2}']),
-    # no published tokens for these two here: the Qwen2.5 fixture's byte-level BPE carries their markup as text
+    # no published tokens for these four here: the Qwen2.5 fixture's byte-level BPE carries their markup as text
     "qwen2.5+kimi": ("kimi", ["<|tool_calls_section_begin|><|tool_call_begin|>functions.add:0<|tool_call_argument_begin|>"
                               '{"a": 37, "b": [1, "x"]}<|tool_call_end|><|tool_calls_section_end|>']),
     "qwen2.5+seed": ("seed", ["<seed:think>x</seed:think><seed:tool_call>\n<function=add>\n<parameter=a>37</parameter>"
                               "\n<parameter=b>[1, 2]</parameter>\n</function>\n</seed:tool_call>"]),
+    "qwen2.5+deepseek": ("deepseek_v3", [
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>add<｜tool▁sep｜>{\"a\": 37, \"b\": 48}<｜tool▁call▁end｜>"
+        "<｜tool▁call▁begin｜>function<｜tool▁sep｜>multiply\n```json\n{\"a\": [1, \"x\"]}\n```<｜tool▁call▁end｜>"
+        "<｜tool▁calls▁end｜>"]),
+    "qwen2.5+granite": ("granite", ['<|tool_call|>[{"name": "add", "arguments": {"a": 37}}, {"name": "multiply", '
+                                    '"arguments": {"a": [1, "q\\"q"]}}]']),
     "gpt-oss": ("auto", [' to=functions.add<|channel|>commentary json<|message|>{"a": 37, "b": 48}<|call|>',
                          "<|channel|>analysis<|message|>add<|end|><|start|>assistant<|channel|>commentary "
                          'to=functions.add <|constrain|>json<|message|>{"a": [1, "x"]}<|call|>']),
 }
-DELIMITERS = ["<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>", "<arg_key>",
+DELIMITERS = ["<｜tool▁calls▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>", "```", "<|tool_call|>", "<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>", "<arg_key>",
               "</arg_key>", "<arg_value>", "</arg_value>", "[TOOL_CALLS]", "[ARGS]", "<|python_tag|>", "<|message|>",
               "<|call|>", "to=functions.", "<think>", "</think>", "{", "}", "[", "]", "(", ")", '"', "'", ",", ":",
               ";", "=", "\n"]

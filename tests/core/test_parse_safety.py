@@ -189,3 +189,27 @@ def test_glm_values_written_with_json_string_escapes_are_json():
 
     assert glm_value('[{\\"id\\": \\"1\\", \\"task\\": \\"check\\"}]') == [{"id": "1", "task": "check"}]
     assert glm_value('say \\"hi\\"') == 'say \\"hi\\"'  # not JSON either way: the text as written
+
+
+DS_V31 = ("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>add<｜tool▁sep｜>{\"a\": 37, \"b\": 48}<｜tool▁call▁end｜>"
+          "<｜tool▁calls▁end｜>")
+DS_V3 = ("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>add\n```json\n{\"a\": 37, \"b\": 48}\n```"
+         "<｜tool▁call▁end｜><｜tool▁calls▁end｜>")
+GRANITE = '<|tool_call|>[{"name": "add", "arguments": {"a": 37, "b": 48}}]'
+
+
+@pytest.mark.parametrize("parser,turn", [("deepseek_v3", DS_V3), ("deepseek_v31", DS_V31), ("granite", GRANITE)])
+def test_deepseek_and_granite_calls_are_read_and_broken_ones_reported(parser, turn):
+    """verl 0.9.1 has no parser for DeepSeek V3/V3.1 or Granite 3: these are agentrl's, registered in verl's registry."""
+    said = _through_registry(parser, "Let me add." + turn)
+    assert [(c.name, c.arguments) for c in said.calls] == [("add", {"a": 37, "b": 48})]
+    assert said.answer == "Let me add." and said.malformed == []
+    broken = _through_registry(parser, turn.replace('"b": 48', '"b": 1e999').replace("48}", "}"))
+    assert broken.calls == [] and len(broken.malformed) == 1 and broken.answer == ""
+    cut = _through_registry(parser, turn[: len(turn) // 2])
+    assert cut.calls == [] and len(cut.malformed) == 1
+
+
+def test_deepseek_and_granite_are_found_from_their_template_markers():
+    assert families.detect_family("{{'<｜tool▁calls▁begin｜>'}}").name == "deepseek-v3"
+    assert families.detect_family("{{- '<|tool_call|>' + tool_calls | tojson }}").name == "granite"
