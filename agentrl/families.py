@@ -17,7 +17,7 @@ config overrides it. For each family this module knows:
 - the template's constraints: call ids (Mistral: 9 alphanumerics), one call per assistant turn (Llama 3.x,
   gpt-oss), strict user/assistant alternation (Mistral).
 
-The readers of each format's markup are :mod:`agentrl.callformats`; the gate every call passes before a tool
+The readers of each format's markup are :mod:`agentrl.callformats` and :mod:`agentrl.sectionformats`; the gate every call passes before a tool
 runs is :mod:`agentrl.callcheck`. Nothing here imports verl: the agent loop, ``agentrl data check`` and the
 tests all use it.
 """
@@ -41,17 +41,13 @@ from agentrl.callformats import (  # noqa: F401  (re-exported: the readers are p
     strip_blocks,
     strip_tool_call,
     harmony_calls,
-    SEED_THINK,
-    deepseek_calls,
-    granite_calls,
     harmony_messages,
-    kimi_calls,
-    seed_calls,
     llama_json_calls,
     mistral_calls,
     pythonic_calls,
     wrap_bare_functions,
 )
+from agentrl.sectionformats import deepseek_calls, granite_calls, kimi_calls, seed_calls  # noqa: F401  (re-exported)
 
 __all__ = ["Family", "TurnText", "FAMILIES", "detect_family", "family_for_parser", "choose_family", "model_family", "resolve_parser", "vllm_parser", "template_limits", "read_model_folder"]
 
