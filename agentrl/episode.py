@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Optional, Protocol
 
 from agentrl import families
+from agentrl.callcheck import json_arguments
 from agentrl.record import RolloutRecord
 from agentrl.rundir import RunDir
 from agentrl.trajectory import make_item, make_sample, make_step, unwrap
@@ -50,6 +51,7 @@ class Turn(NamedTuple):
     text: str  # the turn's text, special tokens skipped
     calls: list  # Call-like objects (name, arguments)
     raw: Optional[str] = None  # the turn with special tokens kept, for families whose markup is special tokens
+    parse_errors: tuple = ()  # why the parser could not read the turn (it raised): reported as malformed calls
 
 
 class Policy(Protocol):
@@ -185,18 +187,17 @@ class Episode:
             if room <= 0:
                 st.stop_reason = "response_budget"
                 return
-            text, calls, raw = await self.policy.generate(sampling_params, room)
-            raw = text if raw is None else raw
-            # the visible answer apart from reasoning and call markup: rewards read it, the reasoning goes beside
-            said = self.family.split(raw, getattr(self.policy, "special_tokens", ()))
+            said = read_turn(self.family, await self.policy.generate(sampling_params, room),
+                             getattr(self.policy, "special_tokens", ()))
+            calls = said.calls
             step = make_step(said.answer)
             if said.reasoning:
                 step["reasoning"] = said.reasoning
             st.steps.append(step)
             assistant: dict[str, Any] = {"role": "assistant", "content": said.answer}
-            # calls the parser could not decode: the model is told why, in its own format
+            # calls that could not be read or carry what JSON cannot: the model is told why, in its own format
             results = [self._error(st, f"malformed{n}", "(unparsed)", self.family.malformed_message(why))
-                       for n, why in enumerate(self.family.malformed(raw))]
+                       for n, why in enumerate(said.malformed)]
             if not calls and not results:  # a plain answer: done, unless a simulated user replies
                 st.messages.append({"role": "assistant", "content": said.answer})
                 reply = await user.next_message(st.messages, dict(item.metadata)) if user else None
@@ -235,7 +236,7 @@ class Episode:
         budget = self.agent.max_tool_calls - st.tool_calls
         one_call = self.family.one_call_per_turn  # the template renders a single call per assistant turn
         now = max(0, min(budget, 1 if one_call else self.agent.max_parallel_calls))
-        tool_calls = [ToolCall(id=self._next_id(st, f"c{st.tool_calls + i}"), name=c.name, arguments=_as_args(c.arguments))
+        tool_calls = [ToolCall(id=self._next_id(st, f"c{st.tool_calls + i}"), name=c.name, arguments=c.arguments)
                       for i, c in enumerate(calls[:now])]
         refused = [self._error(st, f"refused{n}", c.name, "error: tool call not run: " + (
             "the tool-call budget of this rollout is used up; answer now" if budget <= 0 else
@@ -299,3 +300,36 @@ def _as_args(arguments: Any) -> Any:
         except ValueError:  # json.JSONDecodeError is one
             return arguments
     return arguments
+
+
+class ReadTurn(NamedTuple):
+    """One turn as the episode acts on it: the graded answer, the reasoning, the calls it runs, the reports."""
+
+    answer: str
+    reasoning: str
+    calls: list  # Call records whose arguments are JSON objects
+    malformed: list  # why each call that is not run was not run (told to the model)
+
+
+def read_turn(family: families.Family, turn: Any, special_tokens: tuple[str, ...] = ()) -> ReadTurn:
+    """A policy's turn (text, parsed calls, raw text, parse errors) read as the episode reads it."""
+    text, calls, raw = turn[:3]
+    raw = text if raw is None else raw
+    said = family.split(raw, special_tokens)  # rewards read the answer; the reasoning goes beside it
+    calls, refused = _checked(calls)
+    return ReadTurn(said.answer, said.reasoning, calls,
+                    [*getattr(turn, "parse_errors", ()), *family.malformed(raw), *refused])
+
+
+def _checked(calls: list) -> tuple[list, list[str]]:
+    """The calls whose arguments are a JSON object (as Call records), and why each other one is not run."""
+    good, bad = [], []
+    for call in calls:
+        try:
+            name = call.name
+            if not isinstance(name, str) or not name.strip():
+                raise ValueError("the call has no tool name")
+            good.append(Call(name, json_arguments(call.arguments)))
+        except Exception as exc:  # noqa: BLE001 - whatever the parser handed on, the tool never sees it
+            bad.append(f"the call to {getattr(call, 'name', '?')!s:.60} was not run: {exc}")
+    return good, bad

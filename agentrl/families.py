@@ -17,19 +17,40 @@ config overrides it. For each family this module knows:
 - the template's constraints: call ids (Mistral: 9 alphanumerics), one call per assistant turn (Llama 3.x,
   gpt-oss), strict user/assistant alternation (Mistral).
 
-Nothing here imports verl: the agent loop, ``agentrl data check`` and the tests all use it.
+The readers of each format's markup are :mod:`agentrl.callformats` and :mod:`agentrl.sectionformats`; the gate every call passes before a tool
+runs is :mod:`agentrl.callcheck`. Nothing here imports verl: the agent loop, ``agentrl data check`` and the
+tests all use it.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["Family", "TurnText", "FAMILIES", "detect_family", "family_for_parser", "model_family", "resolve_parser", "vllm_parser", "template_limits", "read_model_folder"]
+from agentrl.callformats import (  # noqa: F401  (re-exported: the readers are part of this module's API)
+    TOOL_CALL_BLOCK,
+    glm_malformed,
+    hermes_malformed,
+    is_attempt,
+    parsed_malformed,
+    qwen3_coder_malformed,
+    split_harmony,
+    strip_blocks,
+    strip_tool_call,
+    harmony_calls,
+    harmony_messages,
+    llama_json_calls,
+    mistral_calls,
+    pythonic_calls,
+    smollm2_calls,
+    wrap_bare_functions,
+)
+from agentrl.sectionformats import deepseek_calls, granite_calls, kimi_calls, seed_calls  # noqa: F401  (re-exported)
+
+__all__ = ["Family", "TurnText", "FAMILIES", "detect_family", "family_for_parser", "choose_family", "model_family", "resolve_parser", "vllm_parser", "template_limits", "read_model_folder"]
 
 
 @dataclass(frozen=True)
@@ -44,250 +65,15 @@ _THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
 
 
 def _split_think(text: str) -> tuple[str, str]:
-    """``<think>…</think>`` blocks out of the text; a lone ``</think>`` closes reasoning the prompt opened."""
+    """``<think>…</think>`` blocks (Seed-OSS: ``<seed:think>``) out of the text; a lone ``</think>`` closes
+    reasoning the prompt opened."""
+    text = text.replace("<seed:think>", "<think>").replace("</seed:think>", "</think>")
     reasoning = [m.strip() for m in _THINK.findall(text)]
     text = _THINK.sub("", text)
     if "</think>" in text:  # the generation prompt ended with "<think>" (Qwen3 / GLM thinking mode)
         head, text = text.split("</think>", 1)
         reasoning.insert(0, head.replace("<think>", "").strip())
     return text, "\n\n".join(r for r in reasoning if r)
-
-
-# ---------------------------------------------------------------- tool-call markup, per format
-
-_TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
-TOOL_CALL_BLOCK = _TOOL_CALL  # a <tool_call> block, closed or running to the end of the turn
-
-
-def _hermes_malformed(text: str) -> list[str]:
-    bad = []
-    for block in _TOOL_CALL.findall(text):
-        try:
-            call = json.loads(block)
-        except json.JSONDecodeError as exc:
-            bad.append(f"the JSON inside <tool_call> is not valid ({exc.msg} at column {exc.colno})")
-            continue
-        if not (isinstance(call, dict) and isinstance(call.get("name"), str) and isinstance(call.get("arguments"), dict)):
-            bad.append('the JSON inside <tool_call> needs "name" (a string) and "arguments" (an object)')
-    if text.count("<tool_call>") > text.count("</tool_call>"):
-        bad.append("<tool_call> is not closed with </tool_call>")
-    return bad
-
-
-_QWEN3_CODER_CALL = re.compile(r"^\s*<function=([^>\n]+)>\s*((?:<parameter=[^>\n]+>.*?</parameter>\s*)*)</function>\s*$",
-                               re.DOTALL)
-
-
-def _tagged_malformed(call: re.Pattern, how: str):
-    """A finder of broken calls in a format that wraps each call's own markup in <tool_call>…</tool_call>:
-    a block ``call`` does not match, or an unclosed <tool_call>; ``how`` says how a call is written."""
-    def find(text: str) -> list[str]:
-        bad = [how for block in _TOOL_CALL.findall(text) if not call.match(block)]
-        if text.count("<tool_call>") > text.count("</tool_call>"):
-            bad.append("<tool_call> is not closed with </tool_call>")
-        return bad
-    return find
-
-
-_qwen3_coder_malformed = _tagged_malformed(
-    _QWEN3_CODER_CALL, "inside <tool_call> write <function=NAME>, then each argument as "
-                       "<parameter=KEY>VALUE</parameter>, then </function>")
-
-
-_GLM_CALL = re.compile(r"^\s*([^<>\n]+?)\s*((?:<arg_key>[^<]*</arg_key>\s*<arg_value>.*?</arg_value>\s*)*)$", re.DOTALL)
-
-
-_glm_malformed = _tagged_malformed(
-    _GLM_CALL, "inside <tool_call> write the function name, then each argument as "
-               "<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>")
-
-
-def llama_json_calls(text: str) -> list[dict] | None:
-    """Llama 3.x JSON calls: ``{"name": ..., "parameters": {...}}`` (several joined by ``;``), optionally after
-    ``<|python_tag|>``. None when the turn is not a call attempt; raises ValueError when it is one but broken."""
-    body = _LLAMA_ENDS.sub("", text).replace("<|python_tag|>", "").strip()
-    if not body.startswith("{") or '"name"' not in body:
-        return None
-    calls, decoder, at = [], json.JSONDecoder(), 0
-    while at < len(body):
-        try:
-            call, at = decoder.raw_decode(body, at)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"the call is not valid JSON ({exc.msg} at column {exc.colno})") from None
-        args = call.get("parameters", call.get("arguments")) if isinstance(call, dict) else None
-        if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not isinstance(args, dict):
-            raise ValueError('a call needs "name" (a string) and "parameters" (an object)')
-        calls.append({"name": call["name"], "arguments": args})
-        rest = body[at:].lstrip()
-        if rest.startswith(";"):
-            rest = rest[1:].lstrip()
-        elif rest:
-            raise ValueError("text after the JSON call; reply with the call alone")
-        at = len(body) - len(rest)
-    return calls
-
-
-_LLAMA_ENDS = re.compile(r"<\|eot_id\|>|<\|eom_id\|>|<\|end_of_text\|>|<\|eot\|>|<\|end\|>")
-_PYTHONIC_START = re.compile(r"^\s*(?:<\|python_start\|>)?\s*\[\s*[A-Za-z_][\w.]*\s*\(")
-
-
-def pythonic_calls(text: str) -> list[dict] | None:
-    """Llama 3.2 / 4 pythonic calls: ``[add(a=1, b=2), multiply(a=3, b=4)]``. None when not a call attempt."""
-    if not _PYTHONIC_START.match(text):
-        return None
-    body = _LLAMA_ENDS.sub("", text).replace("<|python_start|>", "").replace("<|python_end|>", "").strip()
-    try:
-        tree = ast.parse(body, mode="eval").body
-    except SyntaxError as exc:
-        raise ValueError(f"the call list is not valid Python ({exc.msg})") from None
-    if not isinstance(tree, ast.List) or not all(isinstance(c, ast.Call) for c in tree.elts):
-        raise ValueError("write a list of calls: [name(key=value, ...), ...]")
-    calls = []
-    for node in tree.elts:
-        if node.args:
-            raise ValueError("pass arguments by keyword: name(key=value)")
-        try:
-            args = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords}
-        except ValueError:
-            raise ValueError("argument values must be literals (numbers, strings, lists, dicts)") from None
-        calls.append({"name": ast.unparse(node.func), "arguments": args})
-    return calls
-
-
-_MISTRAL_NEW = re.compile(r"\[TOOL_CALLS\]([^\[\]{}\s]+)(?:\[CALL_ID\]([A-Za-z0-9]+))?\[ARGS\]")
-
-
-def mistral_calls(text: str) -> list[dict] | None:
-    """Mistral calls, old form ``[TOOL_CALLS][{"name": ..., "arguments": {...}}]`` or new form
-    ``[TOOL_CALLS]name[ARGS]{...}`` (``[CALL_ID]id`` optional). None when the turn has no ``[TOOL_CALLS]``."""
-    at = text.find("[TOOL_CALLS]")
-    if at < 0:
-        return None
-    body = text[at:].replace("</s>", "")
-    decoder = json.JSONDecoder()
-    if _MISTRAL_NEW.match(body):
-        calls, pos = [], 0
-        while pos < len(body.rstrip()):
-            m = _MISTRAL_NEW.match(body, pos)
-            if not m:
-                raise ValueError("write each call as [TOOL_CALLS]NAME[ARGS]{json arguments}")
-            try:
-                args, pos = decoder.raw_decode(body, m.end())
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"the arguments after [ARGS] are not valid JSON ({exc.msg})") from None
-            if not isinstance(args, dict):
-                raise ValueError("the arguments after [ARGS] must be a JSON object")
-            calls.append({"name": m.group(1), "arguments": args, **({"id": m.group(2)} if m.group(2) else {})})
-            while pos < len(body) and body[pos].isspace():
-                pos += 1
-        return calls
-    try:
-        listed, _ = decoder.raw_decode(body[len("[TOOL_CALLS]"):].lstrip())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"the list after [TOOL_CALLS] is not valid JSON ({exc.msg})") from None
-    listed = listed if isinstance(listed, list) else [listed]
-    calls = []
-    for call in listed:
-        if not (isinstance(call, dict) and isinstance(call.get("name"), str) and isinstance(call.get("arguments"), dict)):
-            raise ValueError('each call needs "name" (a string) and "arguments" (an object)')
-        calls.append({"name": call["name"], "arguments": call["arguments"], **({"id": call["id"]} if "id" in call else {})})
-    return calls
-
-
-# gpt-oss (harmony): messages are <|start|>ROLE[ to=RECIPIENT]<|channel|>CHANNEL[ to=RECIPIENT][ <|constrain|>json|
-# json]<|message|>BODY(<|end|>|<|call|>|<|return|>). The generation prompt ends with "<|start|>assistant", so the
-# first message of a turn arrives without it.
-_HARMONY_MESSAGE = re.compile(
-    r"(?P<header>.*?)<\|message\|>(?P<body>.*?)(?:<\|end\|>|<\|call\|>|<\|return\|>|$)", re.DOTALL)
-_RECIPIENT = re.compile(r"to=([^\s<]+)")
-
-
-_SMOLLM2_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
-
-
-def smollm2_calls(text: str) -> list[dict] | None:
-    """SmolLM2's calls: a JSON list of ``{"name": ..., "arguments": {...}}`` inside ``<tool_call>…</tool_call>``
-    (SmolLM2-Instruct's published function-calling format); a lone object is read as a list of one, and ``[]``
-    is no call. None: no ``<tool_call>`` in the text; ValueError: an attempt that does not parse."""
-    blocks = _SMOLLM2_CALL.findall(text)
-    if not blocks:
-        return None
-    if text.count("<tool_call>") > text.count("</tool_call>"):
-        raise ValueError("<tool_call> is not closed with </tool_call>")
-    calls = []
-    for block in blocks:
-        try:
-            parsed = json.loads(block)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"the JSON inside <tool_call> is not valid ({exc.msg} at column {exc.colno})") from None
-        for call in parsed if isinstance(parsed, list) else [parsed]:
-            if not (isinstance(call, dict) and isinstance(call.get("name"), str)
-                    and isinstance(call.get("arguments"), dict)):
-                raise ValueError('<tool_call> holds a JSON list of {"name": a string, "arguments": an object}')
-            calls.append({"name": call["name"], "arguments": call["arguments"]})
-    return calls
-
-
-def harmony_messages(text: str) -> list[dict]:
-    """A gpt-oss turn as messages: ``{"channel", "recipient", "body"}``. Text outside any message is dropped."""
-    if not text.startswith("<|start|>"):
-        text = "<|start|>assistant" + text
-    messages = []
-    for chunk in text.split("<|start|>")[1:]:
-        m = _HARMONY_MESSAGE.match(chunk)
-        if not m:
-            continue
-        header = m.group("header")
-        channel = ""
-        if "<|channel|>" in header:
-            channel = header.split("<|channel|>", 1)[1].split()[0] if header.split("<|channel|>", 1)[1].split() else ""
-        recipient = _RECIPIENT.search(header)
-        messages.append({"channel": channel.split("<|")[0], "recipient": recipient.group(1) if recipient else None,
-                         "body": m.group("body")})
-    return messages
-
-
-def harmony_calls(text: str) -> tuple[list[dict], list[str]]:
-    """Function calls of a gpt-oss turn (messages to ``functions.NAME``) and the reasons broken ones failed."""
-    calls, bad = [], []
-    for msg in harmony_messages(text):
-        recipient = msg["recipient"]
-        if not recipient or not recipient.startswith("functions"):
-            continue
-        name = recipient[len("functions."):] if recipient.startswith("functions.") else ""
-        try:
-            args = json.loads(msg["body"]) if msg["body"].strip() else {}
-        except json.JSONDecodeError as exc:
-            bad.append(f"the arguments to {recipient} are not valid JSON ({exc.msg} at column {exc.colno})")
-            continue
-        if not name or not isinstance(args, dict):
-            bad.append("address a call to=functions.NAME and send a JSON object of arguments")
-            continue
-        calls.append({"name": name, "arguments": args})
-    return calls, bad
-
-
-def _split_harmony(text: str) -> tuple[str, str]:
-    messages = harmony_messages(text)
-    final = [m["body"] for m in messages if m["channel"] == "final"]
-    analysis = [m["body"].strip() for m in messages if m["channel"] == "analysis"]
-    preamble = [m["body"] for m in messages if m["channel"] == "commentary" and not m["recipient"]]
-    return ("".join(final) if final else "".join(preamble)), "\n\n".join(a for a in analysis if a)
-
-
-def _parsed_malformed(parse: Callable[[str], Any]) -> Callable[[str], list[str]]:
-    def malformed(text: str) -> list[str]:
-        try:
-            parse(text)
-        except ValueError as exc:
-            return [str(exc)]
-        return []
-    return malformed
-
-
-def _strip_blocks(pattern: str) -> Callable[[str], str]:
-    regex = re.compile(pattern, re.DOTALL)
-    return lambda text: regex.sub("", text)
 
 
 # ---------------------------------------------------------------- the families
@@ -298,7 +84,7 @@ class Family:
     name: str
     parser: str  # verl tool-call parser
     call_example: str  # one call in this format, shown to the model when its call is malformed
-    reasoning: str = ""  # "think" (<think>…</think>), "harmony" (analysis channel), "" (none)
+    reasoning: str = "think"  # "think" (<think>…</think>, for any family that writes it), "harmony" (analysis channel)
     strip_calls: Callable[[str], str] = lambda text: text
     find_malformed: Callable[[str], list[str]] = lambda text: []
     call_id_length: int = 0  # 9 for Mistral's templates; 0: any id
@@ -308,11 +94,14 @@ class Family:
 
     def split(self, text: str, special_tokens: tuple[str, ...] = ()) -> TurnText:
         """The visible answer and the reasoning of a turn decoded with special tokens kept."""
-        if self.reasoning == "harmony":
-            answer, reasoning = _split_harmony(text)
-        else:
-            answer, reasoning = _split_think(text) if self.reasoning == "think" else (text, "")
-            answer = self.strip_calls(answer)
+        try:
+            if self.reasoning == "harmony":
+                answer, reasoning = split_harmony(text)
+            else:
+                answer, reasoning = _split_think(text) if self.reasoning == "think" else (text, "")
+                answer = self.strip_calls(answer)
+        except Exception:  # noqa: BLE001 - odd model text: no answer rather than markup graded, or a dead rollout
+            answer, reasoning = "", ""
         for token in special_tokens:
             answer = answer.replace(token, "")
             reasoning = reasoning.replace(token, "")
@@ -320,9 +109,12 @@ class Family:
 
     def malformed(self, text: str) -> list[str]:
         """Why each call the model attempted in this format does not parse (empty: none broken)."""
-        if self.reasoning == "think":
-            text, _ = _split_think(text)  # a call sketched while thinking is not a call
-        return self.find_malformed(text)
+        try:
+            if self.reasoning == "think":
+                text, _ = _split_think(text)  # a call sketched while thinking is not a call
+            return self.find_malformed(text)
+        except Exception as exc:  # noqa: BLE001 - a reader's bug on odd text is a report, never a dead rollout
+            return [f"the call could not be read ({type(exc).__name__}: {exc})"]
 
     def malformed_message(self, reason: str) -> str:
         return f"error: malformed tool call: {reason}. Write a call like this: {self.call_example}"
@@ -336,40 +128,40 @@ class Family:
 
 
 _HERMES_EXAMPLE = '<tool_call>\n{"name": "TOOL", "arguments": {"KEY": VALUE}}\n</tool_call>'
-_strip_tool_call = _strip_blocks(r"<tool_call>.*?(?:</tool_call>|$)")
 
-HERMES = Family("hermes", "hermes", _HERMES_EXAMPLE, strip_calls=_strip_tool_call, find_malformed=_hermes_malformed,
+HERMES = Family("hermes", "hermes", _HERMES_EXAMPLE, strip_calls=strip_tool_call, find_malformed=hermes_malformed,
                 note="the last turn's text with <tool_call> blocks removed")
-QWEN25 = Family("qwen2.5", "hermes", _HERMES_EXAMPLE, strip_calls=_strip_tool_call, find_malformed=_hermes_malformed,
+QWEN25 = Family("qwen2.5", "hermes", _HERMES_EXAMPLE, strip_calls=strip_tool_call, find_malformed=hermes_malformed,
                 note="the last turn's text with <tool_call> blocks removed")
-QWEN3 = Family("qwen3", "hermes", _HERMES_EXAMPLE, reasoning="think", strip_calls=_strip_tool_call,
-               find_malformed=_hermes_malformed,
+QWEN3 = Family("qwen3", "hermes", _HERMES_EXAMPLE, reasoning="think", strip_calls=strip_tool_call,
+               find_malformed=hermes_malformed,
                note="the text after </think>; the <think> block is sample.reasoning")
 QWEN3_CODER = Family(
     "qwen3-coder", "qwen3_coder", "<tool_call>\n<function=TOOL>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>\n</tool_call>",
-    reasoning="think", strip_calls=_strip_tool_call, find_malformed=_qwen3_coder_malformed,
+    reasoning="think", strip_calls=lambda text: strip_tool_call(wrap_bare_functions(text)),
+    find_malformed=qwen3_coder_malformed,
     note="the text before <tool_call> (none on a final turn); arguments typed from the tool schemas")
 GLM45 = Family(
     "glm-4.5", "glm", "<tool_call>TOOL\n<arg_key>KEY</arg_key>\n<arg_value>VALUE</arg_value>\n</tool_call>",
-    reasoning="think", strip_calls=_strip_tool_call, find_malformed=_glm_malformed,
+    reasoning="think", strip_calls=strip_tool_call, find_malformed=glm_malformed,
     note="the text after </think>; the <think> block is sample.reasoning")
 LLAMA3_JSON = Family(
     "llama3", "llama3_json", '{"name": "TOOL", "parameters": {"KEY": VALUE}}',
-    strip_calls=lambda text: "" if _is_attempt(llama_json_calls, text) else text,
-    find_malformed=_parsed_malformed(llama_json_calls), one_call_per_turn=True,
+    strip_calls=lambda text: "" if is_attempt(llama_json_calls, text) else text,
+    find_malformed=parsed_malformed(llama_json_calls), one_call_per_turn=True,
     note="the last turn's text (a turn that is a JSON call is not an answer)")
 LLAMA3_PYTHONIC = Family(
     "llama3-pythonic", "llama3_pythonic", "[TOOL(KEY=VALUE)]",
-    strip_calls=lambda text: "" if _is_attempt(pythonic_calls, text) else text,
-    find_malformed=_parsed_malformed(pythonic_calls),
+    strip_calls=lambda text: "" if is_attempt(pythonic_calls, text) else text,
+    find_malformed=parsed_malformed(pythonic_calls),
     note="the last turn's text (a turn that is a [call(...)] list is not an answer)")
 MISTRAL = Family(
     "mistral", "mistral", '[TOOL_CALLS][{"name": "TOOL", "arguments": {"KEY": VALUE}}]',
-    strip_calls=_strip_blocks(r"\[TOOL_CALLS\].*$"), find_malformed=_parsed_malformed(mistral_calls),
+    strip_calls=strip_blocks(r"\[TOOL_CALLS\].*$"), find_malformed=parsed_malformed(mistral_calls),
     call_id_length=9, alternating=True, note="the text before [TOOL_CALLS]")
 MISTRAL_V11 = Family(
     "mistral-v11", "mistral", '[TOOL_CALLS]TOOL[ARGS]{"KEY": VALUE}',
-    strip_calls=_strip_blocks(r"\[TOOL_CALLS\].*$"), find_malformed=_parsed_malformed(mistral_calls),
+    strip_calls=strip_blocks(r"\[TOOL_CALLS\].*$"), find_malformed=parsed_malformed(mistral_calls),
     call_id_length=9, alternating=True, note="the text before [TOOL_CALLS]")
 GPT_OSS = Family(
     "gpt-oss", "gpt-oss",
@@ -378,23 +170,39 @@ GPT_OSS = Family(
     note="the final channel's message; the analysis channel is sample.reasoning")
 
 
+KIMI_K2 = Family(
+    "kimi-k2", "kimi", "<|tool_calls_section_begin|><|tool_call_begin|>functions.TOOL:0<|tool_call_argument_begin|>"
+    '{"KEY": VALUE}<|tool_call_end|><|tool_calls_section_end|>',
+    strip_calls=strip_blocks(r"<\|tool_calls_section_begin\|>.*?(?:<\|tool_calls_section_end\|>|$)"),
+    find_malformed=parsed_malformed(kimi_calls), note="the text before the tool-calls section")
+SEED_OSS = Family(
+    "seed-oss", "seed", "<seed:tool_call>\n<function=TOOL>\n<parameter=KEY>VALUE</parameter>\n</function>\n</seed:tool_call>",
+    strip_calls=strip_blocks(r"<seed:tool_call>.*?(?:</seed:tool_call>|$)"), find_malformed=parsed_malformed(seed_calls),
+    note="the text after </seed:think>; the <seed:think> block is sample.reasoning")
+DEEPSEEK_V3 = Family(
+    "deepseek-v3", "deepseek_v3",
+    "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>TOOL<｜tool▁sep｜>{\"KEY\": VALUE}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+    strip_calls=strip_blocks(r"<｜tool▁calls▁begin｜>.*?(?:<｜tool▁calls▁end｜>|$)"),
+    find_malformed=parsed_malformed(deepseek_calls),
+    note="the text before the tool-calls section (V3 and V3.1); the <think> block (V3.1 thinking) is sample.reasoning")
+GRANITE = Family(
+    "granite", "granite", '<|tool_call|>[{"name": "TOOL", "arguments": {"KEY": VALUE}}]',
+    strip_calls=strip_blocks(r"<\|tool_call\|>.*$"), find_malformed=parsed_malformed(granite_calls),
+    note="the text before <|tool_call|>")
+
 SMOLLM2 = Family(
     "smollm2", "smollm2", '<tool_call>[{"name": "TOOL", "arguments": {"KEY": VALUE}}]</tool_call>',
-    strip_calls=_strip_tool_call, find_malformed=_parsed_malformed(smollm2_calls),
+    strip_calls=strip_tool_call, find_malformed=parsed_malformed(smollm2_calls),
     note="the last turn's text with <tool_call> blocks removed")
 
 
-def _is_attempt(parse: Callable[[str], Any], text: str) -> bool:
-    try:
-        return parse(text) is not None
-    except ValueError:
-        return True
-
-
 FAMILIES: dict[str, Family] = {f.name: f for f in (QWEN25, QWEN3, QWEN3_CODER, LLAMA3_JSON, LLAMA3_PYTHONIC, MISTRAL,
-                                                  MISTRAL_V11, GPT_OSS, GLM45, SMOLLM2, HERMES)}
+                                                  MISTRAL_V11, GPT_OSS, GLM45, KIMI_K2, SEED_OSS,
+                                                  DEEPSEEK_V3, GRANITE, SMOLLM2, HERMES)}
 _BY_PARSER = {"hermes": HERMES, "qwen3_coder": QWEN3_CODER, "glm": GLM45, "gpt-oss": GPT_OSS,
-              "llama3_json": LLAMA3_JSON, "llama3_pythonic": LLAMA3_PYTHONIC, "mistral": MISTRAL, "smollm2": SMOLLM2}
+              "llama3_json": LLAMA3_JSON, "llama3_pythonic": LLAMA3_PYTHONIC, "mistral": MISTRAL, "kimi": KIMI_K2,
+              "seed": SEED_OSS, "deepseek_v3": DEEPSEEK_V3, "deepseek_v31": DEEPSEEK_V3, "granite": GRANITE,
+              "smollm2": SMOLLM2}
 
 
 def family_for_parser(parser: str) -> Family:
@@ -404,8 +212,18 @@ def family_for_parser(parser: str) -> Family:
     if parser in _BY_PARSER:
         return _BY_PARSER[parser]
     # a parser agentrl does not know (a plugin's, or verl's seed/kimi/...): its calls parse, but malformed ones
-    # are not recognised, and the answer is the text with special tokens removed
+    # are not recognised, and the answer is the text with <think> blocks and special tokens removed
     return Family(parser, parser, "the format your chat template shows")
+
+
+def choose_family(tool_parser: str, chat_template: str | None, model_type: str | None = None) -> Family:
+    """The family for ``agent.tool_parser``: the template's own when "auto", or when the named parser is the one
+    the template's family uses (``tool_parser: hermes`` on Qwen3 keeps Qwen3's reasoning handling)."""
+    found = detect_family(chat_template, model_type)
+    if tool_parser == "auto":
+        return found
+    named = family_for_parser(tool_parser)
+    return found if chat_template and found.parser == named.parser else named
 
 
 def detect_family(chat_template: str | None, model_type: str | None = None) -> Family:
@@ -415,6 +233,14 @@ def detect_family(chat_template: str | None, model_type: str | None = None) -> F
         return GPT_OSS
     if "<arg_key>" in t:
         return GLM45
+    if "<seed:tool_call>" in t:
+        return SEED_OSS
+    if "<|tool_calls_section_begin|>" in t or "tool_declare<|im_middle|>" in t:
+        return KIMI_K2
+    if "tool▁calls▁begin" in t:
+        return DEEPSEEK_V3
+    if "<|tool_call|>" in t:
+        return GRANITE
     if "<function=" in t and "<parameter=" in t:
         return QWEN3_CODER
     if "[TOOL_CALLS]" in t:
@@ -456,9 +282,7 @@ def model_family(model_path: str | Path | None, tool_parser: str = "auto") -> tu
     """The family of a model folder (``tool_parser="auto"``) or of a named parser, and what the folder says."""
     info = read_model_folder(model_path) if model_path and Path(model_path).is_dir() else {
         "chat_template": None, "model_type": None, "special_tokens": [], "template_file": None}
-    if tool_parser != "auto":
-        return family_for_parser(tool_parser), info
-    return detect_family(info["chat_template"], info["model_type"]), info
+    return choose_family(tool_parser, info["chat_template"], info["model_type"]), info
 
 
 def resolve_parser(tool_parser: str, model_path: str | Path | None) -> str:

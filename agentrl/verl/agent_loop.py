@@ -37,7 +37,7 @@ from verl.experimental.agent_loop.tool_parser import ToolParser
 
 from agentrl.errors import AgentrlError
 from agentrl import families
-from agentrl.episode import Episode, GenerationAborted, Turn, _as_args  # noqa: F401  (re-exported)
+from agentrl.episode import Episode, GenerationAborted, Turn  # noqa: F401  (re-exported)
 from agentrl.record import RolloutRecord
 from agentrl.verl import parsers
 from agentrl.verl.builders import fit_builder
@@ -177,11 +177,10 @@ class AgentrlAgentLoop(AgentLoopBase):
         self.agent = self.state.spec.agent
         self.response_length = int(self.rollout_config.response_length)
         # the model's own format: from its chat template and config.json's model_type, unless the config names a parser
-        self.family = (families.detect_family(self.tokenizer.chat_template, kwargs.get("hf_model_type"))
-                       if self.agent.tool_parser == "auto" else families.family_for_parser(self.agent.tool_parser))
+        self.family = families.choose_family(self.agent.tool_parser, self.tokenizer.chat_template, kwargs.get("hf_model_type"))
         self.parser = ToolParser.get_tool_parser(self.family.parser, self.tokenizer)
         fit_builder(self.continuous_token_builder, self.family)
-        self.special_tokens = tuple(sorted(set(self.tokenizer.all_special_tokens), key=len, reverse=True))
+        self.special_tokens = special_tokens(self.tokenizer)
         v1 = (self.config.get("trainer") or {}).get("v1") or {}  # the local engine's config has no trainer
         self.off_policy = (v1.get("trainer_mode") or "sync") != "sync"
 
@@ -202,6 +201,27 @@ class AgentrlAgentLoop(AgentLoopBase):
         record = await Episode(self.state, policy).run(row, sampling_params, trainer_step=trainer_step, group=group,
                                                        step_known=not self.off_policy)
         return record, policy
+
+
+async def parse_turn(parser: Any, tokenizer: Any, token_ids: list[int], tools: Optional[list] = None) -> Turn:
+    """A generated turn as the episode takes it: text, the calls verl's parser registry reads, the raw text; a
+    parser that raises gives a parse error (a malformed call told to the model), never a dead rollout."""
+    text = tokenizer.decode(token_ids, skip_special_tokens=True)
+    raw = tokenizer.decode(token_ids, skip_special_tokens=False)
+    try:
+        _, calls = await parser.extract_tool_calls(token_ids, tools)
+    except Exception as exc:  # noqa: BLE001 - a parser's failure on model text is a malformed call, not a dead rollout
+        return Turn(text, [], raw, (f"the call could not be read ({type(exc).__name__}: {exc})",))
+    return Turn(text, calls, raw)
+
+
+def special_tokens(tokenizer: Any) -> tuple[str, ...]:
+    """Tokens removed from the visible answer: ``all_special_tokens`` and every added token the vocabulary flags
+    special (GLM's ``<|user|>``, which ``all_special_tokens`` leaves out), longest first."""
+    found = set(tokenizer.all_special_tokens)
+    found |= {t.content for t in (getattr(tokenizer, "added_tokens_decoder", None) or {}).values()
+              if getattr(t, "special", False) and t.content}
+    return tuple(sorted(found, key=len, reverse=True))
 
 
 class TokenPolicy:
@@ -256,10 +276,7 @@ class TokenPolicy:
         if aborted:
             raise GenerationAborted(f"generation aborted by the rollout server after {len(out.token_ids)} tokens",
                                     loop.tokenizer.decode(out.token_ids, skip_special_tokens=True))
-        token_ids = list(out.token_ids)
-        text = loop.tokenizer.decode(token_ids, skip_special_tokens=True)
-        _, calls = await loop.parser.extract_tool_calls(token_ids, self.parser_tools)
-        return Turn(text, calls, loop.tokenizer.decode(token_ids, skip_special_tokens=False))
+        return await parse_turn(loop.parser, loop.tokenizer, list(out.token_ids), self.parser_tools)
 
     async def extend(self, previous: list[dict], messages: list[dict], tools: Optional[list]) -> bool:
         try:

@@ -5,6 +5,10 @@
     ToolParser.get_tool_parser("mistral", tokenizer)          # [TOOL_CALLS][{...}]  or  [TOOL_CALLS]add[ARGS]{...}
     ToolParser.get_tool_parser("smollm2", tokenizer)          # <tool_call>[{"name": ..., "arguments": {...}}]</tool_call>
     ToolParser.get_tool_parser("gpt-oss", tokenizer)          # harmony, every form (replaces verl's)
+    ToolParser.get_tool_parser("kimi", tokenizer)             # Kimi K2 sections, strict JSON (replaces verl's)
+    ToolParser.get_tool_parser("deepseek_v3", tokenizer)      # <｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...} (V3 and V3.1)
+    ToolParser.get_tool_parser("granite", tokenizer)          # <|tool_call|>[{"name": ..., "arguments": {...}}]
+    ToolParser.get_tool_parser("seed", tokenizer)             # Seed-OSS, calls inside <seed:think> ignored (replaces verl's)
 
 verl's own ``gpt-oss`` parser only finds calls whose recipient sits in the channel after an analysis message
 (``<|start|>assistant<|channel|>commentary to=functions.X …``). gpt-oss's chat template renders the recipient in
@@ -27,7 +31,7 @@ from typing import Any, Callable
 
 from verl.experimental.agent_loop.tool_parser import FunctionCall, GLMToolParser, Qwen3XMLToolParser, ToolParser
 
-from agentrl import families
+from agentrl import callformats, families
 
 
 class _TextParser(ToolParser):
@@ -43,14 +47,20 @@ class _TextParser(ToolParser):
     def _calls(self, text: str) -> list[dict]:
         try:
             return type(self).find(text) or []
-        except ValueError:  # malformed: no call; the agent loop tells the model why
+        except Exception:  # noqa: BLE001 - malformed: no call; the agent loop tells the model why
             return []
 
     async def extract_tool_calls(self, responses_ids: list[int], tools: Any = None) -> tuple[str, list[FunctionCall]]:
         text = self._text(responses_ids)
         calls = self._calls(text)
-        return text, [FunctionCall(name=c["name"], arguments=json.dumps(c["arguments"], ensure_ascii=False),
-                                   tool_call_id=c.get("id")) for c in calls]
+        out = []
+        for c in calls:
+            try:  # values JSON cannot carry are left out here; agentrl.families reports them to the model
+                out.append(FunctionCall(name=c["name"], arguments=json.dumps(c["arguments"], ensure_ascii=False,
+                                                                             allow_nan=False), tool_call_id=c.get("id")))
+            except (TypeError, ValueError):
+                continue
+        return text, out
 
 
 @ToolParser.register("llama3_json")
@@ -73,6 +83,36 @@ class MistralToolParser(_TextParser):
     find = staticmethod(families.mistral_calls)
 
 
+@ToolParser.register("kimi")
+class KimiToolParser(_TextParser):
+    """verl's runs a call whose arguments are not JSON with ``{}`` and keeps the section in the answer."""
+
+    find = staticmethod(families.kimi_calls)
+
+    @property
+    def stop_token_ids(self) -> list[int]:
+        token_id = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
+        return [token_id] if isinstance(token_id, int) and token_id >= 0 and token_id != self.tokenizer.unk_token_id else []
+
+
+@ToolParser.register("seed")
+class SeedToolParser(_TextParser):
+    """verl's runs a call quoted inside ``<seed:think>``."""
+
+    find = staticmethod(families.seed_calls)
+
+
+@ToolParser.register("deepseek_v3")
+@ToolParser.register("deepseek_v31")
+class DeepSeekV3ToolParser(_TextParser):
+    find = staticmethod(families.deepseek_calls)
+
+
+@ToolParser.register("granite")
+class GraniteToolParser(_TextParser):
+    find = staticmethod(families.granite_calls)
+
+
 @ToolParser.register("gpt-oss")
 class GptOssToolParser(_TextParser):
     find = staticmethod(lambda text: families.harmony_calls(text)[0])
@@ -92,9 +132,12 @@ class _StrictBlocks:
 
     async def extract_tool_calls(self, responses_ids: list[int], tools: Any = None) -> tuple[str, list[FunctionCall]]:
         text = self.tokenizer.decode(responses_ids, skip_special_tokens=False)
-        if self.family.malformed(text):
-            text = families.TOOL_CALL_BLOCK.sub(lambda m: m.group(0) if not self.family.malformed(m.group(0)) else "", text)
-        return await super().extract_tool_calls(self.tokenizer.encode(text, add_special_tokens=False), tools)
+        wrapped = families.wrap_bare_functions(text) if self.family is families.QWEN3_CODER else text
+        if self.family.malformed(wrapped) or wrapped != text:
+            wrapped = families.TOOL_CALL_BLOCK.sub(
+                lambda m: m.group(0) if not self.family.malformed(m.group(0)) else "", wrapped)
+            responses_ids = self.tokenizer.encode(wrapped, add_special_tokens=False)
+        return await super().extract_tool_calls(responses_ids, tools)
 
 
 @ToolParser.register("qwen3_coder")
@@ -105,6 +148,18 @@ class StrictQwen3CoderToolParser(_StrictBlocks, Qwen3XMLToolParser):
 @ToolParser.register("glm")
 class StrictGLMToolParser(_StrictBlocks, GLMToolParser):
     family = families.GLM45
+
+    @staticmethod
+    def _convert_arg_value(raw_value: str) -> Any:
+        """verl strips every value; GLM's template writes string values verbatim (see ``glm_value``)."""
+        return callformats.glm_value(raw_value)
+
+    async def extract_tool_calls(self, responses_ids: list[int], tools: Any = None) -> tuple[str, list[FunctionCall]]:
+        text = self.tokenizer.decode(responses_ids, skip_special_tokens=False)
+        unescaped = callformats.glm_unescape(text)  # GLM-4.6's literal \n between its markup
+        if unescaped != text:
+            responses_ids = self.tokenizer.encode(unescaped, add_special_tokens=False)
+        return await super().extract_tool_calls(responses_ids, tools)
 
 
 def tool_schemas(schemas: list[dict] | None) -> list | None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from agentrl.callcheck import json_arguments
 from agentrl.families import HERMES
-from agentrl.verl.agent_loop import _as_args
 
 
 def test_malformed_tool_calls_become_error_results():
@@ -23,7 +25,7 @@ def test_well_formed_calls_are_not_flagged():
     assert HERMES.malformed("The answer is 42.") == []
 
 
-def test_arguments_json_text_is_decoded():
-    assert _as_args('{"a": 2}') == {"a": 2}
-    assert _as_args("not json") == "not json"
-    assert _as_args({"a": 1}) == {"a": 1}
+def test_arguments_json_text_is_decoded_and_anything_else_refused():
+    assert json_arguments('{"a": 2}') == {"a": 2} and json_arguments({"a": 1}) == {"a": 1}
+    with pytest.raises(ValueError, match="not valid JSON"):  # was passed to the tool as the raw string
+        json_arguments("not json")
