@@ -154,7 +154,8 @@ class Episode:
             step=int(trainer_step) if trainer_step is not None else version,
             validation=row.get("split") == "val", policy_version=version, group=group,
             messages=messages, trajectory=unwrap(steps), tool_calls=st.tool_calls, user_turns=st.user_turns,
-            reward=score, components=components, passed=passed, unscorable=unscorable, stop_reason=st.stop_reason,
+            reward=score, components=components, passed=passed, unscorable=unscorable,
+            reward_version=self.state.rewards.version, stop_reason=st.stop_reason,
             response_tokens=response_tokens, started_at=round(wall_started, 3), finished_at=round(time.time(), 3),
             seconds=round(time.perf_counter() - started, 4), model_seconds=round(self.policy.model_seconds, 4),
             tool_seconds=round(st.tool_seconds, 4), reward_seconds=round(reward_seconds, 4))

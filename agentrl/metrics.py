@@ -48,6 +48,9 @@ def rollout_summary(rollouts: list[dict]) -> dict[str, Any]:
         "tool_calls_per_rollout": statistics.fmean(r.get("tool_calls", 0) for r in rollouts) if rollouts else None,
     }
     out["frac_reward_zero_std"] = zero_spread_share(scored)
+    versions = sorted({str(r["reward_version"]) for r in rollouts if r.get("reward_version")})
+    if versions:  # the reward set's version(s) that gave these scores (one, unless the rewards changed mid-step)
+        out["reward_version"] = versions[0] if len(versions) == 1 else versions
     parts: dict[str, list[float]] = defaultdict(list)
     for r in scored:
         for name, value in (r.get("components") or {}).items():

@@ -41,6 +41,7 @@ class RolloutRecord:
     components: dict = field(default_factory=dict)  # per reward, by label
     passed: dict = field(default_factory=dict)  # per grader with a pass_threshold
     unscorable: Optional[str] = None
+    reward_version: Optional[str] = None  # the reward set's version that gave reward/components (agentrl.rewards.versions)
     stop_reason: str = "answered"  # answered, turn_budget, response_budget, aborted, tool_infra_error
     response_tokens: int = 0
     started_at: float = 0.0  # wall clock, seconds since the epoch
