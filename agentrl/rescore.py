@@ -19,13 +19,15 @@ sandbox as they did then. The old scores are never touched; DIR gets:
 Both runs of the same command write the same bytes (no times, sorted keys). A rollout that could not be scored
 because of the infrastructure (a tool server down, the generation aborted) stays unscorable; one whose reward
 cannot score it now is unscorable in ``new``, never 0. The file is streamed: memory holds one batch of
-rollouts and, per training group, only its rewards. Judge replies are cached by (model, prompt) in
+rollouts and the rewards of the training groups of the last few steps (a step's groups are summed once
+rollouts two steps newer arrive; a rollout that comes after that is counted apart, not silently mixed in). Judge replies are cached by (model, prompt) in
 ``agentrl.rewards.judge``, so a rollout answer that repeats costs one judge call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
 import json
 import sys
 import time
@@ -42,6 +44,7 @@ BATCH = 32  # rollouts scored concurrently
 INFRA_STOPS = ("aborted", "tool_infra_error")  # stop reasons whose rollout no reward can score
 SLICE_KEYS = ("task_type", "difficulty", "slice")  # row metadata a flip is also counted by
 TOP = 20  # the largest group changes kept in summary.json (all are in groups.jsonl)
+LAG = 2  # a step's groups are summed once rollouts of a step this much newer arrive
 
 
 class RescoreError(AgentrlError):
@@ -99,14 +102,15 @@ def _passes(value: Any, threshold: float) -> bool | None:
 class _Tally:
     """Everything summary.json counts, fed one rollout at a time."""
 
-    def __init__(self, threshold: float, thresholds: dict[str, float]) -> None:
-        self.threshold, self.thresholds = threshold, thresholds
+    def __init__(self, threshold: float, thresholds: dict[str, float], groups: "_Groups") -> None:
+        self.threshold, self.thresholds, self.group_writer = threshold, thresholds, groups
         self.counts: Counter = Counter()
         self.by_reward: dict[str, Counter] = defaultdict(Counter)
         self.by_slice: dict[str, Counter] = defaultdict(Counter)
         self.old_versions: Counter = Counter()
-        # training groups: (step, group) -> [(rollout_id, old reward, new reward)]
-        self.groups: dict[tuple, list[tuple[str, float | None, float | None]]] = defaultdict(list)
+        # training groups of the steps not yet summed: step -> group -> [(rollout_id, old reward, new reward)]
+        self.groups: dict[Any, dict[Any, list]] = defaultdict(lambda: defaultdict(list))
+        self.newest_step: int | None = None
 
     @staticmethod
     def _flip(counter: Counter, old: bool | None, new: bool | None) -> None:
@@ -145,7 +149,20 @@ class _Tally:
             self.by_slice[name]["rollouts"] += 1
             self.by_slice[name].update(total)
         if not rec.validation:
-            self.groups[(rec.step, rec.group or rec.prompt_id)].append((rec.rollout_id, old["reward"], new["reward"]))
+            if rec.step in self.group_writer.done:  # its step was summed already (rollouts.jsonl out of order)
+                c["rollouts after their step was summed (not in the advantage figures)"] += 1
+                return
+            self.groups[rec.step][rec.group or rec.prompt_id].append((rec.rollout_id, old["reward"], new["reward"]))
+            if isinstance(rec.step, int) and not isinstance(rec.step, bool):
+                self.newest_step = max(self.newest_step or rec.step, rec.step)
+
+    def settle(self, final: bool = False) -> None:
+        """Sum the groups of every step at least LAG steps behind the newest seen (all of them when ``final``), and
+        forget their rewards: rollouts.jsonl comes in step order, so memory holds a few steps, not the run."""
+        ready = [st for st in self.groups if final or (isinstance(st, int) and self.newest_step is not None
+                                                       and st <= self.newest_step - LAG)]
+        for st in sorted(ready, key=lambda v: str(v).zfill(12)):
+            self.group_writer.step(st, self.groups.pop(st))
 
 
 def _advantages(rewards: list[float | None], by_std: bool) -> list[float]:
@@ -159,16 +176,24 @@ def _advantages(rewards: list[float | None], by_std: bool) -> list[float]:
     return [0.0 if r is None else r - mean for r in rewards]
 
 
-def _group_changes(groups: dict, by_std: bool, groups_out: Path) -> dict[str, Any]:
-    """Each training group's advantages before and after; which steps would have trained differently."""
-    steps: dict[Any, Counter] = defaultdict(Counter)
-    largest: list[tuple[float, str, Any, Any]] = []
-    with groups_out.open("w", encoding="utf-8") as fh:
-        for (step, group), members in sorted(groups.items(), key=lambda kv: (str(kv[0][0]).zfill(12), str(kv[0][1]))):
-            old = _advantages([m[1] for m in members], by_std)
-            new = _advantages([m[2] for m in members], by_std)
+class _Groups:
+    """Each training group's advantages before and after, a step at a time, into groups.jsonl; which steps would
+    have trained differently."""
+
+    def __init__(self, path: Path, by_std: bool) -> None:
+        self.fh = path.open("w", encoding="utf-8")
+        self.by_std = by_std
+        self.done: set = set()
+        self.steps: dict[Any, Counter] = {}
+        self.largest: list[tuple[float, str, str, Any, Any]] = []  # a min-heap of the TOP largest changes
+
+    def step(self, step: Any, groups: dict[Any, list]) -> None:
+        self.done.add(step)
+        at = self.steps.setdefault(step, Counter())
+        for group, members in sorted(groups.items(), key=lambda kv: str(kv[0])):
+            old = _advantages([m[1] for m in members], self.by_std)
+            new = _advantages([m[2] for m in members], self.by_std)
             delta = max(abs(a - b) for a, b in zip(old, new))
-            at = steps[step]
             at["groups"] += 1
             if delta <= 1e-6:
                 continue
@@ -177,15 +202,24 @@ def _group_changes(groups: dict, by_std: bool, groups_out: Path) -> dict[str, An
             old_flat, new_flat = all(abs(a) <= 1e-9 for a in old), all(abs(b) <= 1e-9 for b in new)
             at["groups gaining a signal"] += old_flat and not new_flat
             at["groups losing their signal"] += new_flat and not old_flat
-            fh.write(json.dumps({"step": step, "group": group, "max_advantage_change": round(delta, 6),
-                                 "rollouts": [{"rollout_id": m[0], "old_reward": m[1], "new_reward": m[2],
-                                               "old_advantage": round(a, 6), "new_advantage": round(b, 6)}
-                                              for m, a, b in zip(members, old, new)]}, sort_keys=True) + "\n")
-            largest.append((round(delta, 6), str(group), step, group))
-    largest.sort(key=lambda t: (-t[0], t[1]))
-    changed = {str(s): dict(sorted(c.items())) for s, c in steps.items() if c["groups changed"]}
-    return {"steps": len(steps), "steps trained differently": len(changed), "by step": changed,
-            "largest advantage changes": [{"step": s, "group": g, "max_advantage_change": d} for d, _, s, g in largest[:TOP]]}
+            self.fh.write(json.dumps({"step": step, "group": group, "max_advantage_change": round(delta, 6),
+                                      "rollouts": [{"rollout_id": m[0], "old_reward": m[1], "new_reward": m[2],
+                                                    "old_advantage": round(a, 6), "new_advantage": round(b, 6)}
+                                                   for m, a, b in zip(members, old, new)]}, sort_keys=True) + "\n")
+            # ties broken by (step, group) so that the same run always keeps the same TOP
+            entry = (round(delta, 6), str(step).zfill(12), str(group), step, group)
+            if len(self.largest) < TOP:
+                heapq.heappush(self.largest, entry)
+            else:
+                heapq.heappushpop(self.largest, entry)
+
+    def close(self) -> dict[str, Any]:
+        self.fh.close()
+        largest = sorted(self.largest, key=lambda t: (-t[0], t[1], t[2]))
+        changed = {str(s): dict(sorted(c.items())) for s, c in self.steps.items() if c["groups changed"]}
+        return {"steps": len(self.steps), "steps trained differently": len(changed), "by step": changed,
+                "largest advantage changes": [{"step": s, "group": g, "max_advantage_change": d}
+                                              for d, _, _, s, g in largest]}
 
 
 def _records(path: Path) -> Iterator[RolloutRecord]:
@@ -231,10 +265,10 @@ def rescore(run_dir: str, config_path: str, out_dir: str, *, overrides: list[str
     rewards = RewardSet.from_config(settings.rewards, where=f"{config_path}: agentrl.rewards")
     version = rewards.version
     thresholds = {c.label: getattr(c.reward, "pass_threshold", None) or DEFAULT_THRESHOLD for c in rewards.components}
-    tally = _Tally(threshold_of(rewards), thresholds)
     by_id, by_source = _rows(run)
     sources = _Sources()
     target.mkdir(parents=True, exist_ok=True)
+    tally = _Tally(threshold_of(rewards), thresholds, _Groups(target / "groups.jsonl", _norm_by_std(run)))
     started = time.perf_counter()
 
     def item_of(rec: RolloutRecord) -> dict | None:
@@ -265,6 +299,7 @@ def rescore(run_dir: str, config_path: str, out_dir: str, *, overrides: list[str
                     fh.write(json.dumps({"rollout_id": rec.rollout_id, "step": rec.step, "validation": rec.validation,
                                          "prompt_id": rec.prompt_id, "old": old, "new": new}, sort_keys=True) + "\n")
                 pending.clear()
+                tally.settle()
 
             for rec in _records(run.rollouts):
                 pending.append((rec, item_of(rec)))
@@ -274,7 +309,8 @@ def rescore(run_dir: str, config_path: str, out_dir: str, *, overrides: list[str
 
     asyncio.run(main())
     seconds = time.perf_counter() - started
-    groups = _group_changes(tally.groups, _norm_by_std(run), target / "groups.jsonl")
+    tally.settle(final=True)
+    groups = tally.group_writer.close()
     summary = {"run": str(run.path), "config": str(config_path), "new_reward_version": version,
                "old_reward_versions": dict(sorted(tally.old_versions.items())),
                "pass_threshold": tally.threshold, "counts": dict(sorted(tally.counts.items())),

@@ -12,7 +12,8 @@ Signals, each over a window of steps (the mean of the last ``window`` steps agai
 - ``one_component``: one reward rises and carries the total while every other weighted reward falls;
 - ``heldout_flat``: the reward rises while a held-out check does not (a weight-0 reward such as a gold-answer
   check or a second judge; on validation lines when the run validates, else on the training lines);
-- ``same_answer``: one answer text given to half or more of a step's prompts (three or more);
+- ``same_answer``: one answer text, paid at least the step's mean reward, given to half or more of a step's
+  prompts (three or more);
 - ``tool_collapse``: nine in ten tool calls go to one tool where the run's first steps used several.
 
 The watcher (``agentrl.metrics.Watcher``) writes the alerts into the step's metrics.jsonl line (``alerts``),
@@ -191,18 +192,26 @@ class Tripwires:
         return None
 
     def _same_answer(self, step: Any, rollouts: list[dict]) -> Alert | None:
+        """One paid answer across prompts. An empty or unpaid answer everywhere (a model that ends on a tool
+        call, a base model still guessing) is not a hole the reward pays for, so it is left to the reward curve."""
         prompts_by_answer: dict[str, set] = defaultdict(set)
+        paid: dict[str, list[float]] = defaultdict(list)
         for r in rollouts:
-            prompts_by_answer[final_answer(r)].add(r.get("prompt_id"))
+            answer = final_answer(r)
+            if answer and r.get("reward") is not None and r.get("unscorable") is None:
+                prompts_by_answer[answer].add(r.get("prompt_id"))
+                paid[answer].append(float(r["reward"]))
         prompts = {r.get("prompt_id") for r in rollouts}
         if not prompts_by_answer:
             return None
         answer, seen = max(prompts_by_answer.items(), key=lambda kv: (len(kv[1]), kv[0]))
-        if len(seen) < SAME_ANSWER_PROMPTS or len(seen) < SAME_ANSWER_SHARE * len(prompts):
+        mean = _mean([float(r["reward"]) for r in rollouts if r.get("reward") is not None]) or 0.0
+        if len(seen) < SAME_ANSWER_PROMPTS or len(seen) < SAME_ANSWER_SHARE * len(prompts) or \
+                statistics.fmean(paid[answer]) < max(mean, 1e-9):
             return None
         examples = [r["rollout_id"] for r in rollouts if final_answer(r) == answer][:EXAMPLES]
-        shown = repr(answer[:80]) if answer else "an empty answer"
-        return Alert(step, "same_answer", f"{len(seen)} of {len(prompts)} prompts got the same answer {shown}",
+        return Alert(step, "same_answer", f"{len(seen)} of {len(prompts)} prompts got the same answer "
+                     f"{answer[:80]!r}, paid {statistics.fmean(paid[answer]):.2f} on average (the step: {mean:.2f})",
                      examples)
 
     def _tool_collapse(self, step: Any, rollouts: list[dict], tools: Counter) -> Alert | None:

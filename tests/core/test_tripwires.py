@@ -92,11 +92,16 @@ def test_the_held_out_check_on_validation_lines():
 
 def test_the_same_answer_across_prompts():
     def make(st, p, s):
-        return rollout(st, p, s, reward=0.5, answer="The answer is 42." if st == 3 and p < 5 else None)
+        paid = st == 3 and p < 5
+        return rollout(st, p, s, reward=1.0 if paid else 0.5, answer="The answer is 42." if paid else None)
 
     [alert] = feed(Tripwires(), stream(4, make))
     assert (alert.step, alert.signal) == (3, "same_answer") and "5 of 8 prompts" in alert.message
-    assert alert.examples == ["r-3-0-0", "r-3-0-1", "r-3-0-2"]
+    assert alert.examples == ["r-3-0-0", "r-3-0-1", "r-3-0-2"] and "paid 1.00 on average" in alert.message
+    # an answer everybody gives and nobody is paid for (the demo's first steps end on tool calls, empty) is no hole
+    empty = stream(4, lambda st, p, s: rollout(st, p, s, reward=0.0 if p < 6 else 1.0, answer="" if p < 6 else None))
+    wrong = stream(4, lambda st, p, s: rollout(st, p, s, reward=0.0 if p < 6 else 1.0, answer="22" if p < 6 else None))
+    assert feed(Tripwires(), empty) == [] and feed(Tripwires(), wrong) == []
     # one prompt's samples agreeing is a group that learnt its answer, not a hack
     assert feed(Tripwires(), stream(4, lambda st, p, s: rollout(st, p, s, reward=0.5, answer=f"It is {p}."))) == []
 

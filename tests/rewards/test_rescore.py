@@ -174,3 +174,13 @@ def test_the_command(real_run, tmp_path):
                            "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "steps that would have trained differently" in done.stdout and (tmp_path / "o" / "summary.json").is_file()
+
+
+def test_memory_holds_a_few_steps_and_a_rollout_after_its_step_was_summed_is_counted_apart(tmp_path):
+    run = _run_scored_with_the_hole(tmp_path)
+    late = RolloutRecord(rollout_id="r-late", prompt_id="x", step=1, trajectory=[{"response": "1"}], reward=0.0)
+    RunDir(run).append_rollout(late)  # step 1's groups were summed when step 3's rollouts came
+    summary = rescore(str(run), _config(tmp_path / "m.json", [{"name": "math"}]), str(tmp_path / "out"), batch=1)
+    # r-late, and r-lost (a step-1 rollout the helper writes after step 3's): both counted, neither mixed in
+    assert summary["counts"]["rollouts after their step was summed (not in the advantage figures)"] == 2
+    assert summary["advantages"]["steps"] == 3
