@@ -8,7 +8,8 @@
 
 Signals, each over a window of steps (the mean of the last ``window`` steps against the ``window`` before):
 
-- ``length_drift``: the response length grows by a quarter or more while the reward rises;
+- ``length_drift``: the final answers grow by a quarter or more (in characters; tool calls and their results
+  lengthen a response legitimately) while the reward rises;
 - ``one_component``: one reward rises and carries the total while every other weighted reward falls;
 - ``heldout_flat``: the reward rises while a held-out check does not (a weight-0 reward such as a gold-answer
   check or a second judge; on validation lines when the run validates, else on the training lines);
@@ -124,7 +125,9 @@ class Tripwires:
     def on_step(self, step: Any, line: dict[str, Any], rollouts: list[dict]) -> list[Alert]:
         scored = [r for r in rollouts if r.get("reward") is not None and r.get("unscorable") is None]
         self.reward.append(line.get("reward_mean"))
-        self.length.append(_mean([r.get("response_tokens") for r in rollouts]) if rollouts else line.get("response_length"))
+        # the length of what is graded, the final answer: tool calls and their results lengthen a response
+        # legitimately (the demo's do as it learns to use the calculator), a padded answer does not
+        self.length.append(_mean([len(final_answer(r)) for r in rollouts]) if rollouts else None)
         labels = set(self.parts) | {k[len("reward/"):] for k in line if k.startswith("reward/")}
         for label in labels:
             self.parts[label].append(line.get(f"reward/{label}"))
@@ -150,8 +153,8 @@ class Tripwires:
         old, new = statistics.fmean(before[-2 * self.window: -self.window]), statistics.fmean(before[-self.window:])
         if old <= 0 or (new - old) / old < LENGTH_GROWTH:
             return None
-        longest = sorted(scored, key=lambda r: -(r.get("response_tokens") or 0))[:EXAMPLES]
-        return Alert(step, "length_drift", f"responses grew from {old:.0f} to {new:.0f} tokens on average "
+        longest = sorted(scored, key=lambda r: -len(final_answer(r)))[:EXAMPLES]
+        return Alert(step, "length_drift", f"final answers grew from {old:.0f} to {new:.0f} characters on average "
                      f"(+{(new - old) / old:.0%}) over the last {self.window} steps while the reward rose {reward:+.2f}; "
                      f"read the longest: is the length paid for?", [r["rollout_id"] for r in longest])
 

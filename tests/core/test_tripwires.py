@@ -44,11 +44,17 @@ def rising(step: int, p: int, s: int) -> float:
 
 
 def test_length_drifting_while_reward_rises():
-    grows = stream(8, lambda st, p, s: rollout(st, p, s, reward=rising(st, p, s), tokens=20 + 6 * st + s))
-    [alert] = feed(Tripwires(), grows)
-    assert (alert.step, alert.signal) == (8, "length_drift") and "tokens on average" in alert.message
-    assert alert.examples == ["r-8-0-3", "r-8-1-3", "r-8-2-3"]  # the longest of the step
+    def padded(st, p, s):
+        return rollout(st, p, s, reward=rising(st, p, s), answer=f"The answer is {p}." + " Indeed," * (st * 2 + s))
+
+    [alert] = feed(Tripwires(), stream(8, padded))
+    assert (alert.step, alert.signal) == (8, "length_drift") and "characters on average" in alert.message
+    assert alert.examples == ["r-8-0-3", "r-8-1-3", "r-8-2-3"]  # the longest answers of the step
     assert feed(Tripwires(), stream(8, lambda st, p, s: rollout(st, p, s, reward=rising(st, p, s)))) == []
+    # responses that grow by tool calls (the demo learning the calculator) while the answer stays short: no alert
+    tooled = stream(8, lambda st, p, s: rollout(st, p, s, reward=rising(st, p, s), tokens=20 + 10 * st,
+                                                tools=("add",) * min(st, 3)))
+    assert [a.signal for a in feed(Tripwires(), tooled)] == []
 
 
 def test_one_component_carrying_the_total():
