@@ -13,8 +13,8 @@ Signals, each over a window of steps (the mean of the last ``window`` steps agai
 - ``one_component``: one reward rises and carries the total while every other weighted reward falls;
 - ``heldout_flat``: the reward rises while a held-out check does not (a weight-0 reward such as a gold-answer
   check or a second judge; on validation lines when the run validates, else on the training lines);
-- ``same_answer``: one answer text, paid at least the step's mean reward, given to half or more of a step's
-  prompts (three or more);
+- ``same_answer``: one answer text, paid as a pass (0.5 on average, and at least the step's mean), given to half
+  or more of a step's prompts (three or more);
 - ``tool_collapse``: nine in ten tool calls go to one tool where the run's first steps used several.
 
 The watcher (``agentrl.metrics.Watcher``) writes the alerts into the step's metrics.jsonl line (``alerts``),
@@ -36,6 +36,7 @@ FLAT = 0.01  # a held-out check that moved less than this "does not rise"
 LENGTH_GROWTH = 0.25  # a quarter longer
 SAME_ANSWER_SHARE = 0.5
 SAME_ANSWER_PROMPTS = 3
+PAID = 0.5  # a shared answer counts when paid this much on average (a pass), and at least the step's mean
 TOOL_SHARE = 0.9
 TOOL_BASELINE_SHARE = 0.7
 MIN_TOOL_CALLS = 5
@@ -196,7 +197,9 @@ class Tripwires:
 
     def _same_answer(self, step: Any, rollouts: list[dict]) -> Alert | None:
         """One paid answer across prompts. An empty or unpaid answer everywhere (a model that ends on a tool
-        call, a base model still guessing) is not a hole the reward pays for, so it is left to the reward curve."""
+        call, a base model still guessing) is not a hole the reward pays for, so it is left to the reward curve;
+        nor is a wrong answer paid only by a side reward (the demo's "The answer is 1." after a right tool call,
+        0.33), which one_component watches."""
         prompts_by_answer: dict[str, set] = defaultdict(set)
         paid: dict[str, list[float]] = defaultdict(list)
         for r in rollouts:
@@ -210,7 +213,7 @@ class Tripwires:
         answer, seen = max(prompts_by_answer.items(), key=lambda kv: (len(kv[1]), kv[0]))
         mean = _mean([float(r["reward"]) for r in rollouts if r.get("reward") is not None]) or 0.0
         if len(seen) < SAME_ANSWER_PROMPTS or len(seen) < SAME_ANSWER_SHARE * len(prompts) or \
-                statistics.fmean(paid[answer]) < max(mean, 1e-9):
+                statistics.fmean(paid[answer]) < max(mean, PAID):
             return None
         examples = [r["rollout_id"] for r in rollouts if final_answer(r) == answer][:EXAMPLES]
         return Alert(step, "same_answer", f"{len(seen)} of {len(prompts)} prompts got the same answer "

@@ -15,6 +15,11 @@ steps, and for a holed run the flips rescoring found.
 
     .venv/bin/python benchmarks/bench_reward_hole.py [--runs 3] [--steps 40] [--any] [--only hole|clean] [--keep DIR]
     .venv/bin/python benchmarks/bench_reward_hole.py --analyse RUN_DIR [RUN_DIR ...]   # runs already trained
+    .venv/bin/python benchmarks/bench_reward_hole.py --replay RUN_DIR [RUN_DIR ...]    # their steps through today's tripwires
+
+``--analyse`` reads the alerts the run's watcher wrote; ``--replay`` feeds the run's stored metrics lines and
+rollouts, step by step, through the tripwires of this checkout (as the watcher would have), so a run trained
+before a tripwire changed is judged by the current one without training again.
 
 Each run is a real `agentrl train` (verl, Ray, the calculator MCP server); on a 2-core machine a 40-step demo
 takes 4-11 minutes, so the full proof (6 runs) is an hour or more.
@@ -72,6 +77,29 @@ def analyse(run_dir: Path) -> dict:
             "held-out gold first 5 / last 5": (mean("reward/gold", head), mean("reward/gold", tail))}
 
 
+def replay(run_dir: Path) -> dict:
+    from agentrl.metrics import _heldout_rewards
+    from agentrl.tripwires import Tripwires
+
+    wires = Tripwires(heldout=_heldout_rewards(run_dir))
+    by_step: dict = {}
+    with (run_dir / "rollouts.jsonl").open() as fh:
+        for line in fh:
+            r = json.loads(line)
+            if not r.get("validation"):
+                by_step.setdefault(r.get("step"), []).append(r)
+    alerts = []
+    for line in (json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines() if x.strip()):
+        if line.get("validation"):
+            wires.on_validation(line["step"], line)
+        else:
+            alerts += [a.to_dict() for a in wires.on_step(line["step"], line, by_step.get(line["step"], []))]
+    first: dict[str, int] = {}
+    for a in alerts:
+        first.setdefault(a["signal"], a["step"])
+    return {"run": str(run_dir), "replayed_first_alert_step": first, "alerts": [f"{a['step']} {a['signal']}" for a in alerts]}
+
+
 def train(config: Path, log: Path) -> tuple[int, float, str]:
     started = time.monotonic()
     with log.open("w") as fh:
@@ -88,7 +116,12 @@ def main() -> int:
     p.add_argument("--only", choices=["hole", "clean"])
     p.add_argument("--keep", help="folder for the runs (default: a temporary one, kept and printed)")
     p.add_argument("--analyse", nargs="+", help="run directories already trained")
+    p.add_argument("--replay", nargs="+", help="run directories to feed through this checkout's tripwires")
     args = p.parse_args()
+    if args.replay:
+        for run in args.replay:
+            print(json.dumps(replay(Path(run))))
+        return 0
     if args.analyse:
         for run in args.analyse:
             print(json.dumps(analyse(Path(run))))
@@ -109,6 +142,7 @@ def main() -> int:
                       "pre-flight named the hole": "hole alone pays" in out}
             if (run_dir / "metrics.jsonl").is_file():
                 result.update(analyse(run_dir))
+                result["replayed"] = replay(run_dir)["replayed_first_alert_step"]
             if kind == "hole" and rc == 0:
                 done = subprocess.run([str(REPO / ".venv" / "bin" / "agentrl"), "rescore", str(run_dir), "--config",
                                        str(clean_config), "--out", str(work / f"{kind}{n}-rescored")],

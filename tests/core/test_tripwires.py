@@ -108,6 +108,10 @@ def test_the_same_answer_across_prompts():
     empty = stream(4, lambda st, p, s: rollout(st, p, s, reward=0.0 if p < 6 else 1.0, answer="" if p < 6 else None))
     wrong = stream(4, lambda st, p, s: rollout(st, p, s, reward=0.0 if p < 6 else 1.0, answer="22" if p < 6 else None))
     assert feed(Tripwires(), empty) == [] and feed(Tripwires(), wrong) == []
+    # the clean demo's step 7: "The answer is 1." to 5 of 8 prompts, paid 0.33 by tool_use alone (the step: 0.32)
+    side = stream(4, lambda st, p, s: rollout(st, p, s, reward=1 / 3 if p < 5 else 0.3, answer="The answer is 1."
+                                              if p < 5 else None))
+    assert feed(Tripwires(), side) == []
     # one prompt's samples agreeing is a group that learnt its answer, not a hack
     assert feed(Tripwires(), stream(4, lambda st, p, s: rollout(st, p, s, reward=0.5, answer=f"It is {p}."))) == []
 
