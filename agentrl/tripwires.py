@@ -14,7 +14,8 @@ Signals, each over a window of steps (the mean of the last ``window`` steps agai
 - ``heldout_flat``: the reward rises while a held-out check does not (a weight-0 reward such as a gold-answer
   check or a second judge; on validation lines when the run validates, else on the training lines);
 - ``same_answer``: one answer text, paid as a pass (0.5 on average, and at least the step's mean), given to half
-  or more of a step's prompts (three or more);
+  or more of a step's prompts (three or more); answers a held-out check passes are left out, as prompts'
+  right answers may coincide;
 - ``tool_collapse``: nine in ten tool calls go to one tool where the run's first steps used several.
 
 The watcher (``agentrl.metrics.Watcher``) writes the alerts into the step's metrics.jsonl line (``alerts``),
@@ -204,6 +205,9 @@ class Tripwires:
         paid: dict[str, list[float]] = defaultdict(list)
         for r in rollouts:
             answer = final_answer(r)
+            parts = r.get("components") or {}
+            if any((parts.get(label) or 0) >= PAID for label in self.heldout):
+                continue  # right by the held-out check: prompts whose answers coincide ("1" to 5 - 4 and 9 - 8)
             if answer and r.get("reward") is not None and r.get("unscorable") is None:
                 prompts_by_answer[answer].add(r.get("prompt_id"))
                 paid[answer].append(float(r["reward"]))

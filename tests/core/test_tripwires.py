@@ -112,6 +112,15 @@ def test_the_same_answer_across_prompts():
     side = stream(4, lambda st, p, s: rollout(st, p, s, reward=1 / 3 if p < 5 else 0.3, answer="The answer is 1."
                                               if p < 5 else None))
     assert feed(Tripwires(), side) == []
+    # prompts whose right answers coincide (the demo's "1" to 5 - 4 and 9 - 8): the held-out check passes them
+    def coincide(st, p, s, gold=1.0):
+        same = st == 3 and p < 5
+        return rollout(st, p, s, reward=1.0 if same else 0.5, answer="The answer is 1." if same else None,
+                       components={"math": 1.0, "gold": gold if same else 0.0})
+
+    assert feed(Tripwires(heldout=["gold"]), stream(4, coincide)) == []
+    unchecked = feed(Tripwires(heldout=["gold"]), stream(4, lambda st, p, s: coincide(st, p, s, gold=0.0)))
+    assert [(a.step, a.signal) for a in unchecked] == [(3, "same_answer")]
     # one prompt's samples agreeing is a group that learnt its answer, not a hack
     assert feed(Tripwires(), stream(4, lambda st, p, s: rollout(st, p, s, reward=0.5, answer=f"It is {p}."))) == []
 
