@@ -184,7 +184,7 @@ def read_versions(path: Path) -> list[dict[str, Any]]:
     return data if isinstance(data, list) else []
 
 
-def record_version(run: Any, rewards: Any) -> str:
+def record_version(run: Any, rewards: Any, config: str = "CONFIG") -> str:
     """List the reward set's version in the run directory (``reward_versions.json``, oldest first) and return a
     note for the console when this attempt's rewards differ from the last attempt's ("" when they do not)."""
     path = Path(run.reward_versions)
@@ -203,4 +203,4 @@ def record_version(run: Any, rewards: Any) -> str:
     return (f"agentrl: the rewards changed since this run's last attempt: version {last.get('version')} "
             f"(first used {last.get('first_used', '?')}) -> {now['version']}:\n  " + "\n  ".join(what) +
             f"\n  Rollouts and metrics keep the version that scored them (reward_version); to score the earlier "
-            f"rollouts with these rewards, run `agentrl rescore {run.path} --config CONFIG --out DIR`")
+            f"rollouts with these rewards, run `agentrl rescore {run.path} --config {config} --out DIR`")

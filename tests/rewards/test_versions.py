@@ -47,8 +47,9 @@ def test_the_run_directory_lists_each_version_and_a_change_is_said(tmp_path):
     run = RunDir(tmp_path)
     assert record_version(run, RewardSet.from_config(DEMO)) == ""  # a new run: listed, nothing to say
     assert record_version(run, RewardSet.from_config(DEMO)) == ""  # a resume with the same rewards
-    note = record_version(run, RewardSet.from_config([DEMO[0], {**DEMO[1], "weight": 2.0}]))
-    assert "the rewards changed" in note and "tool_use: weight 0.5 -> 2.0" in note and "agentrl rescore" in note
+    note = record_version(run, RewardSet.from_config([DEMO[0], {**DEMO[1], "weight": 2.0}]), "new.yaml")
+    assert "the rewards changed" in note and "tool_use: weight 0.5 -> 2.0" in note
+    assert f"agentrl rescore {tmp_path} --config new.yaml --out DIR" in note
     listed = json.loads(run.reward_versions.read_text())
     assert [v["version"] for v in listed] == [RewardSet.from_config(DEMO).version,
                                                RewardSet.from_config([DEMO[0], {**DEMO[1], "weight": 2.0}]).version]
