@@ -62,3 +62,17 @@ def test_metrics_carry_the_version_of_the_scores_they_sum():
     b = RolloutRecord(rollout_id="r9", prompt_id="p", reward=0.0, reward_version="rv-b").to_dict()
     assert rollout_summary([*a, b])["reward_version"] == ["rv-a", "rv-b"]
     assert "reward_version" not in rollout_summary([RolloutRecord(rollout_id="old").to_dict()])
+
+
+def test_train_says_at_start_that_a_resumed_runs_rewards_changed(tmp_path, capsys):
+    from agentrl.cli import main
+    from test_review import HONEST, write_config
+
+    config = write_config(tmp_path, HONEST)
+    assert main(["train", config, "--no-review"]) == 2  # stops at its 2-row dataset, after the versions are listed
+    assert "the rewards changed" not in capsys.readouterr().err
+    (tmp_path / "reward.py").write_text(HONEST.replace("lines[-1]", "lines[0]"))
+    assert main(["train", config, "--no-review"]) == 2
+    err = capsys.readouterr().err
+    assert "the rewards changed since this run's last attempt" in err and "reward: code changed (file)" in err
+    assert len(json.loads((tmp_path / "runs" / "x" / "reward_versions.json").read_text())) == 2
