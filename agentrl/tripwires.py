@@ -8,8 +8,8 @@
 
 Signals, each over a window of steps (the mean of the last ``window`` steps against the ``window`` before):
 
-- ``length_drift``: the final answers grow by a quarter or more (in characters; tool calls and their results
-  lengthen a response legitimately) while the reward rises;
+- ``length_drift``: the final answers grow by a quarter or more, and by 20 characters or more (tool calls and
+  their results lengthen a response legitimately, and a short answer's length is noise) while the reward rises;
 - ``one_component``: one reward rises and carries the total while every other weighted reward falls;
 - ``heldout_flat``: the reward rises while a held-out check does not (a weight-0 reward such as a gold-answer
   check or a second judge; on validation lines when the run validates, else on the training lines);
@@ -35,6 +35,7 @@ RISE = 0.05  # a reward mean that moved by this much between windows "rises"
 FALL = -0.02
 FLAT = 0.01  # a held-out check that moved less than this "does not rise"
 LENGTH_GROWTH = 0.25  # a quarter longer
+MIN_LENGTH_GROWTH = 20  # and this many characters: "The answer is 1." becoming "The answer is 232." is no drift
 SAME_ANSWER_SHARE = 0.5
 SAME_ANSWER_PROMPTS = 3
 PAID = 0.5  # a shared answer counts when paid this much on average (a pass), and at least the step's mean
@@ -153,7 +154,7 @@ class Tripwires:
         if reward is None or reward < RISE or len(before) < 2 * self.window:
             return None
         old, new = statistics.fmean(before[-2 * self.window: -self.window]), statistics.fmean(before[-self.window:])
-        if old <= 0 or (new - old) / old < LENGTH_GROWTH:
+        if old <= 0 or (new - old) / old < LENGTH_GROWTH or new - old < MIN_LENGTH_GROWTH:
             return None
         longest = sorted(scored, key=lambda r: -len(final_answer(r)))[:EXAMPLES]
         return Alert(step, "length_drift", f"final answers grew from {old:.0f} to {new:.0f} characters on average "

@@ -55,6 +55,10 @@ def test_length_drifting_while_reward_rises():
     tooled = stream(8, lambda st, p, s: rollout(st, p, s, reward=rising(st, p, s), tokens=20 + 10 * st,
                                                 tools=("add",) * min(st, 3)))
     assert [a.signal for a in feed(Tripwires(), tooled)] == []
+    # the clean demo's step 8: answers from "The answer is 1." to "The answer is 232." (15 -> 19 characters)
+    digits = stream(8, lambda st, p, s: rollout(st, p, s, reward=rising(st, p, s), answer=f"The answer is {p}"
+                                                + "0" * (st // 2) + "."))
+    assert feed(Tripwires(), digits) == []
 
 
 def test_one_component_carrying_the_total():
