@@ -8,6 +8,7 @@
     agentrl reward new --preset NAME > reward.py  start a reward from a preset
     agentrl reward new --describe "..." --model M --out reward.py   draft one with an LLM, reviewed first
     agentrl reward review CONFIG [--cases FILE]   gold, adversarial, human-agreement and determinism checks
+    agentrl rescore RUN --config NEW.yaml --out DIR   score a run's stored rollouts again with other rewards
     agentrl demo build DIR                        build the CPU demo's model and data offline
     agentrl ui [RUNS_DIR] [--host H] [--port P]   the job page: runs, charts, rollouts, live
     agentrl report RUN_DIR -o report.html         the same charts and a rollout sample in one offline file
@@ -143,6 +144,13 @@ def _cmd_reward(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_rescore(args: argparse.Namespace) -> int:
+    from agentrl.rescore import rescore
+
+    rescore(args.run_dir, args.config, args.out, overrides=args.overrides)
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from agentrl.demo import build
 
@@ -187,6 +195,12 @@ def parser() -> argparse.ArgumentParser:
     rw.add_argument("--cases", help="review: JSONL of {sample, item, human_score} for Cohen's kappa")
     rw.add_argument("--rows", type=int, default=5, help="review: how many training rows to check")
     rw.set_defaults(func=_cmd_reward)
+    rs = sub.add_parser("rescore", help="score a run's stored rollouts again with another config's rewards (no model)")
+    rs.add_argument("run_dir")
+    rs.add_argument("--config", required=True, help="the config whose agentrl.rewards score the rollouts")
+    rs.add_argument("--out", required=True, help="folder for scores.jsonl, groups.jsonl and summary.json")
+    rs.add_argument("overrides", nargs="*", help="key=value overrides of --config")
+    rs.set_defaults(func=_cmd_rescore)
     dm = sub.add_parser("demo", help="the CPU demo")
     dm.add_argument("action", choices=["build"])
     dm.add_argument("dir")

@@ -25,6 +25,7 @@ from typing import Any, TextIO
 from agentrl.placement import Placer
 from agentrl.rundir import RunDir
 from agentrl.runlog import read_jsonl
+from agentrl.tripwires import Tripwires, heldout_labels
 from agentrl.verl.metric_names import SCORE_MEAN, TRAINING_PREFIXES, VALIDATION_PREFIX, VERL_FALLBACKS, VERL_KEYS
 
 
@@ -48,6 +49,9 @@ def rollout_summary(rollouts: list[dict]) -> dict[str, Any]:
         "tool_calls_per_rollout": statistics.fmean(r.get("tool_calls", 0) for r in rollouts) if rollouts else None,
     }
     out["frac_reward_zero_std"] = zero_spread_share(scored)
+    versions = sorted({str(r["reward_version"]) for r in rollouts if r.get("reward_version")})
+    if versions:  # the reward set's version(s) that gave these scores (one, unless the rewards changed mid-step)
+        out["reward_version"] = versions[0] if len(versions) == 1 else versions
     parts: dict[str, list[float]] = defaultdict(list)
     for r in scored:
         for name, value in (r.get("components") or {}).items():
@@ -271,6 +275,7 @@ class Watcher:
         self.silent_steps = 0  # consecutive training steps with no learning signal
         self.log_file = RunDir(self.run_dir).training_log  # tool-server restarts the workers report are echoed
         self.log_offset = self.log_file.stat().st_size if self.log_file.exists() else 0
+        self.tripwires = Tripwires(heldout=_heldout_rewards(self.run_dir))  # reward-hacking signals per step
 
     def poll(self) -> None:
         self.placer.place()
@@ -315,6 +320,7 @@ class Watcher:
         line.update({f"val/{k}": v for k, v in summary.items()})
         line["verl"] = {k: _finite(v) for k, v in data.items() if k.startswith("val") and _finite(v) is not None}
         self._write(line)
+        self.tripwires.on_validation(step, line)
         parts = ", ".join(f"{k[len('val/reward/'):]} {_fmt(v)}" for k, v in line.items() if k.startswith("val/reward/"))
         print(f"validation at step {step}: reward {_fmt(line['val/reward_mean'])}" + (f" ({parts})" if parts else "")
               + f"  tool calls/rollout {_fmt(line['val/tool_calls_per_rollout'])}  rollouts {line['val/rollouts']}"
@@ -333,6 +339,9 @@ class Watcher:
         line["verl"] = {k: _finite(v) for k, v in data.items() if not k.startswith("val") and _finite(v) is not None}
         if no_signal(line):
             line["warning"] = no_signal(line)
+        alerts = self.tripwires.on_step(step, line, rollouts)
+        if alerts:
+            line["alerts"] = [a.to_dict() for a in alerts]
         self._write(line)
         now = time.monotonic()
         if self.first_step is None:
@@ -349,6 +358,8 @@ class Watcher:
             extra += f"  staleness {line['staleness_mean']:.2f} (max {line['staleness_max']})"
         print(f"step {step}/{self.total}  elapsed {_clock(elapsed)}  eta {_clock(eta)}  reward {_fmt(line.get('reward_mean'))}"
               f"  tool calls/rollout {line.get('tool_calls_per_rollout') or 0:.2f}{extra}", file=self.out, flush=True)
+        for alert in alerts:
+            print(f"  {alert}", file=self.out, flush=True)
         why = line.get("warning", "")
         self.silent_steps = self.silent_steps + 1 if why else 0
         if why and self.silent_steps in (1, 5) or self.silent_steps and self.silent_steps % 20 == 0:
@@ -359,6 +370,15 @@ class Watcher:
         done = self.last_step - self.start_step
         print(f"agentrl: done, step {self.last_step} of {self.total} ({done} trained in this attempt) in "
               f"{_clock(time.monotonic() - self.started)}; metrics in {self.metrics_file}", file=self.out, flush=True)
+
+
+def _heldout_rewards(run_dir: Path) -> list[str]:
+    """The run's weight-0 rewards (logged, not trained on): the tripwires' held-out checks."""
+    try:
+        rewards = json.loads(RunDir(run_dir).spec.read_text()).get("rewards")
+    except (OSError, ValueError, AttributeError):
+        return []
+    return heldout_labels(rewards)
 
 
 def _clock(seconds: float) -> str:

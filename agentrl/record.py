@@ -46,6 +46,7 @@ class RolloutRecord:
     turn_rewards: list = field(default_factory=list)  # one per assistant turn: the reward set's turn score or None
     turn_unscorable: dict = field(default_factory=dict)  # turn index (from 0, as a string) -> why it could not be scored
     turn_advantages: Optional[list] = None  # one per assistant turn, filled where the whole group is known (agentrl.credit)
+    reward_version: Optional[str] = None  # the reward set's version that gave reward/components (agentrl.rewards.versions)
     stop_reason: str = "answered"  # answered, turn_budget, response_budget, aborted, tool_infra_error, declared_call
     response_tokens: int = 0
     started_at: float = 0.0  # wall clock, seconds since the epoch

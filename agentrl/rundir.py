@@ -16,6 +16,7 @@ The layout (README.md, "The run directory"):
     training.log             verl's output, every attempt
     checkpoint_status.json   the newest complete checkpoint
     sandbox_isolation.json   what isolation the sandbox got on this machine
+    reward_versions.json     each version of the reward set the run used, what it is made of, first used when
     checkpoints/             verl's checkpoints (global_step_N/actor/huggingface)
     logs/                    verl's metric file per attempt, lines set aside on resume
     .agentrl.lock            held (flock) while a trainer runs
@@ -44,6 +45,7 @@ class RunDir:
     TRAINED = "logs/trained.jsonl"  # a line per training step: the prompt groups it trained
     GENERATED = "logs/generated.jsonl"  # off-policy rollouts until the step that trains them is known
     ADVANTAGES = "logs/advantages.jsonl"  # per-turn credit: a line per trained rollout, what agentrl_grpo gave each turn
+    REWARD_VERSIONS = "reward_versions.json"  # every version of the reward set the run used (agentrl.rewards.versions)
     START_ERROR = "start_error.txt"  # why the last `agentrl train` stopped before verl started (the job page shows it)
     # the files that make a folder a run directory, and those the job page offers for download
     MARKERS = (CONFIG, METRICS, TRAINING_LOG, ROLLOUTS)
@@ -74,6 +76,7 @@ class RunDir:
     generated = property(lambda self: self.path / self.GENERATED)
     advantages = property(lambda self: self.path / self.ADVANTAGES)
     start_error = property(lambda self: self.path / self.START_ERROR)
+    reward_versions = property(lambda self: self.path / self.REWARD_VERSIONS)
 
     def verl_metrics(self, attempt: int) -> Path:
         """verl's own metric file of one attempt (its ``file`` logger writes there)."""

@@ -97,6 +97,11 @@ def prepare(config_path: str, overrides: list[str], check_tools: bool = True) ->
 
     rewards = RewardSet.from_config(settings.rewards, where=f"{config_path}: agentrl.rewards")
     _check_sandbox(rewards.describe(), run_dir, str(config_path))
+    from agentrl.rewards.versions import record_version
+
+    changed = record_version(RunDir(run_dir), rewards, str(config_path))  # listed in reward_versions.json; a change is said now
+    if changed:
+        print(changed, file=sys.stderr, flush=True)
     offered = None
     if settings.tools:
         from agentrl.tools import parse_servers_config

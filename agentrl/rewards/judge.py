@@ -15,8 +15,9 @@ import random
 import re
 import threading
 import weakref
-from collections import OrderedDict
 from typing import Any
+
+import cachetools
 
 from agentrl.rewards.errors import Unscorable
 
@@ -130,10 +131,13 @@ def parse_score(text: str, scale: float = 10.0) -> float | None:
     return _scaled(float(m.group(1)), None, scale) if m else None
 
 
-_cache: OrderedDict = OrderedDict()
-_cache_lock = threading.Lock()
-_semaphores: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict]" = weakref.WeakKeyDictionary()
 CACHE_SIZE = 10_000
+# replies by (model, api_base, prompt): a judge asked the same thing again (a repeated answer, a rescore of a
+# run's rollouts) is asked once; the same question already on its way is awaited, not asked a second time
+_cache: cachetools.LRUCache = cachetools.LRUCache(maxsize=CACHE_SIZE)
+_cache_lock = threading.Lock()
+_in_flight: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict]" = weakref.WeakKeyDictionary()
+_semaphores: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict]" = weakref.WeakKeyDictionary()
 
 
 def clear_cache() -> None:
@@ -206,21 +210,32 @@ async def judge_score(prompt: str, *, model: str, api_base: str | None = None, a
                       scale: float = 10.0, cache: bool = True) -> float:
     """Ask the judge model (max_concurrency is per event loop; judge_score_sync shares one); retry 5xx/429/connection errors with exponential backoff; raise Unscorable on failure."""
     key = (model, api_base, prompt)
-    if cache:
-        with _cache_lock:
-            if key in _cache:
-                _cache.move_to_end(key)
-                return _cache[key]
+    if not cache:
+        return await _ask(prompt, model, api_base, api_key, retries, backoff, max_concurrency, request_timeout, scale)
+    with _cache_lock:
+        if key in _cache:
+            return _cache[key]
+    waiting = _in_flight.setdefault(asyncio.get_running_loop(), {})
+    if key in waiting:  # the same question is already on its way: its answer (or its failure) is this one's
+        return await asyncio.shield(waiting[key])
+    task = waiting[key] = asyncio.ensure_future(
+        _ask(prompt, model, api_base, api_key, retries, backoff, max_concurrency, request_timeout, scale))
+    try:
+        score = await asyncio.shield(task)
+    finally:
+        waiting.pop(key, None)
+    with _cache_lock:
+        _cache[key] = score
+    return score
+
+
+async def _ask(prompt: str, model: str, api_base: str | None, api_key: str | None, retries: int, backoff: float,
+               max_concurrency: int, request_timeout: float, scale: float) -> float:
     text = await chat([{"role": "user", "content": prompt}], model=model, api_base=api_base, api_key=api_key,
                       retries=retries, backoff=backoff, max_concurrency=max_concurrency, request_timeout=request_timeout)
     score = parse_score(text, scale)
     if score is None:
         raise Unscorable(f"judge {model} reply holds no score: {text[:80]!r}")
-    if cache:
-        with _cache_lock:
-            _cache[key] = score
-            if len(_cache) > CACHE_SIZE:
-                _cache.popitem(last=False)
     return score
 
 

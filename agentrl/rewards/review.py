@@ -10,9 +10,11 @@
 Checks, each on the first ``rows`` rows of the training data:
 static (the rewards load, sandboxed code compiles under the sandbox's policy, declared env present, every
 ``{{item.<field>}}`` exists in every row); gold (the row's reference answer scores at or above the pass
-threshold); adversarial (empty, the question echoed, a lone ":", "correct", every number of the prompt, the
-answer buried among other candidates, "PASSED", a huge output: each must score below it, in the weighted
-total and in every weighted reward alone, since GRPO learns a hack any one reward pays for); agreement with
+threshold); adversarial (the negative controls of agentrl.rewards.controls: empty, the question echoed, a lone ":",
+"correct", every number of the prompt, the answer buried among other candidates, "PASSED", a huge output, a
+constant answer, format without content, the gold answer truncated, the gold answer in the reasoning only or
+in an earlier turn only: each must score below it, in the weighted total and in every weighted reward alone,
+since GRPO learns a hack any one reward pays for); agreement with
 human scores (``--cases``: JSONL of ``{"sample", "item", "human_score"}``; agreement and Cohen's kappa after
 cutting both at the threshold); determinism (one input scored twice; model graders not at temperature 0
 are flagged). The threshold is the reward's ``pass_threshold`` when it has one, else 0.5.
@@ -21,19 +23,16 @@ are flagged). The threshold is the reward's ``pass_threshold`` when it has one, 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentrl.errors import AgentrlError
+from agentrl.rewards.controls import adversarial_answers, negative_controls, reference_of  # noqa: F401 (re-exported)
 from agentrl.rewards.loading import RewardConfigError
 from agentrl.trajectory import as_item, make_sample, make_step
 
 DEFAULT_THRESHOLD = 0.5
-JUNK = ("Let me think about many possibilities. It could be 1, or 2, or 7.5%, or 12, or 1,000, or 0.25, or 42. "
-        "Some say {answer}. Others say 3.14, 99%, 100 million, 17, 0.5, 2024, or 8. Any of these may be right.")
-
 
 class ReviewError(AgentrlError):
     """The reward failed its review; the message lists what fooled it and how to skip the pre-flight."""
@@ -44,26 +43,6 @@ class Check:
     name: str
     ok: bool
     lines: list[str] = field(default_factory=list)
-
-
-def reference_of(item: Any) -> str | None:
-    for where in (item, item.get("metadata") or {}):
-        for key in ("reference_answer", "expected_answer", "answer"):
-            value = where.get(key)
-            if isinstance(value, (str, int, float)) and not isinstance(value, bool) and str(value).strip():
-                return str(value)
-    return None
-
-
-def adversarial_answers(item: Any) -> dict[str, str]:
-    prompt = item.get("prompt") or ""
-    numbers = re.findall(r"-?\d[\d,]*(?:\.\d+)?%?", prompt)
-    ref = reference_of(item) or "42"
-    return {
-        "empty": "", "the question echoed": prompt, "a lone ':'": ":", '"correct"': "correct",
-        "every number of the prompt": " ".join(numbers) or "0 1 2 3", "the answer buried among others": JUNK.format(answer=ref),
-        '"PASSED"': "PASSED", "a huge output": "lorem ipsum " * 20_000,
-    }
 
 
 def cohen_kappa(a: list[bool], b: list[bool]) -> float | None:
@@ -174,8 +153,8 @@ def adversarial(rewards: Any, rows: list[tuple[str, Any]], threshold: float) -> 
     own = {c.label: getattr(c.reward, "pass_threshold", None) or DEFAULT_THRESHOLD for c in weighted}
     tried, total_paid, alone_paid = 0, [], {c.label: [] for c in weighted}
     for at, item in rows:
-        for label, answer in adversarial_answers(item).items():
-            result = rewards.score(_sample(answer, "adversarial"), item)
+        for label, sample in negative_controls(item).items():
+            result = rewards.score(sample, item)
             tried += 1
             if result.score is not None and result.score >= threshold:
                 total_paid.append(f"{label} scored {result.score:.2f} on {at} (pass threshold {threshold:g}): "

@@ -89,6 +89,15 @@ class RewardSet:
         """Build and validate now: unknown names, bad options and missing env vars fail here."""
         return cls(config, where=where)
 
+    @property
+    def version(self) -> str:
+        """The reward set's version (``rv-`` and a digest of code, settings and weights; agentrl.rewards.versions)."""
+        if getattr(self, "_version", None) is None:
+            from agentrl.rewards.versions import describe
+
+            self._version = describe(self)["version"]
+        return self._version
+
     def describe(self) -> list[dict]:
         """Provenance for logs and rollouts.jsonl: which reward version scored what."""
         return [{"label": c.label, "weight": c.weight, "origin": c.reward.origin, "version": c.reward.version,

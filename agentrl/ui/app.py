@@ -30,6 +30,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from agentrl.ui import rundir
 from agentrl.ui.explorer import Filters, explorer_page
 from agentrl.ui.index import RolloutIndex
+from agentrl.ui.integrity import integrity_view
 from agentrl.ui.pages import STATIC, plotly_js, templates
 
 POLL_MS = 3000
@@ -181,7 +182,7 @@ def create_app(root: str | Path, background: bool = True) -> FastAPI:
                 runs=list(runs.all())), status_code=404)
         run_dir = runs.get(name)
         return page("run.html", root="../" * (name.count("/") + 1), info=rundir.run_info(run_dir, name),
-                    config=rundir.config_view(run_dir), files=rundir.downloads(run_dir), interval=POLL_MS)
+                    config=rundir.config_view(run_dir), integrity=integrity_view(run_dir), files=rundir.downloads(run_dir), interval=POLL_MS)
 
     app.state.runs = runs
     app.state.started = time.time()

@@ -77,6 +77,10 @@ def test_an_episode_runs_tools_and_rewards_without_verl_and_logs_the_record_it_r
     assert record["messages"][-1] == {"role": "assistant", "content": "The answer is 85."}
     logged = [json.loads(line) for line in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
     assert logged == [record] and list(record) == list(KEYS)
+    # the version of the reward set that scored it (the same rewards built here have the same one)
+    from agentrl.rewards import RewardSet
+
+    assert record["reward_version"] == RewardSet.from_config([{"name": "math"}, {"name": "tool_use"}]).version
 
 
 def test_a_wrong_answer_scores_zero_not_unscorable(tmp_path):

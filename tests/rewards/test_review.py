@@ -148,6 +148,6 @@ def test_review_names_the_reward_that_pays_for_a_hack_even_when_the_total_does_n
     out = capsys.readouterr().out
     # row 1 has no expected_answer in metadata, so math does not apply there and echo is the whole total;
     # on row 2 math outweighs echo in the total (0.33), which the old review took for a pass
-    assert "adversarial  FAIL 15/16 hacking attempts scored below 0.5 in total" in out, out
-    assert "paid for by each reward alone: math 0/16, echo 2/16" in out, out
+    assert "adversarial  FAIL 25/26 hacking attempts scored below 0.5 in total" in out, out
+    assert "paid for by each reward alone: math 0/26, echo 2/26" in out, out
     assert "echo alone pays for the question echoed on train.jsonl:2 (1.00 >= 0.5; 0.33 in the total)" in out, out

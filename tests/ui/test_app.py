@@ -100,3 +100,18 @@ def test_a_run_that_has_only_just_started(tmp_path, monkeypatch):
     assert state["info"]["summary"] == "no step finished yet" and state["info"]["step"] == 0
     assert client.get("/runs/new").status_code == 200
     assert "no rollouts yet" in client.get("/runs/new/rollouts").text
+
+
+def test_run_page_lists_reward_versions_and_tripwire_alerts(client, runs_root):
+    from agentrl.rewards import RewardSet
+    from agentrl.rewards.versions import record_version
+    from agentrl.rundir import RunDir
+
+    run = RunDir(runs_root / "alpha")
+    record_version(run, RewardSet.from_config([{"name": "math"}]))
+    with run.metrics.open("a") as fh:
+        fh.write(json.dumps({"step": 13, "validation": False, "alerts": [
+            {"step": 13, "signal": "same_answer", "message": "one answer to 9 prompts", "examples": ["r-abc"]}]}) + "\n")
+    page = client.get("/runs/alpha").text
+    assert "Reward integrity" in page and RewardSet.from_config([{"name": "math"}]).version in page
+    assert "same_answer" in page and "one answer to 9 prompts" in page and "r-abc" in page
