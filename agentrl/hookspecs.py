@@ -28,3 +28,12 @@ def register_tool_servers(register):
     ``{"command": ..., "args": [...], "env": {...}, "cwd": ...}`` for stdio or
     ``{"url": ..., "headers": {...}}`` for streamable HTTP.
     """
+
+
+@hookspec
+def register_agents(register):
+    """Provide agents written with any framework (see :mod:`agentrl.program`).
+
+    Call ``register(name, run)`` where ``run`` is ``async def run(row, base_url, api_key) -> str | None``
+    (or a path to a ``.py`` file defining it); ``agentrl.agent.program: NAME`` selects it.
+    """

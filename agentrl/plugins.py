@@ -134,6 +134,11 @@ def tool_servers(pm: pluggy.PluginManager | None = None) -> dict[str, Registered
     return _collect("tool server", "register_tool_servers", pm)
 
 
+def agents(pm: pluggy.PluginManager | None = None) -> dict[str, Registered]:
+    """Every registered agent program, by name."""
+    return _collect("agent", "register_agents", pm)
+
+
 def unknown_name_error(kind: str, name: str, known: list[str] | dict, where: str = "") -> PluginError:
     """An error for an unknown plugin name that lists what exists and the nearest match."""
     known = sorted(known)
