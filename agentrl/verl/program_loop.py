@@ -17,6 +17,8 @@ final output's reward, and trains them all.
 
 from __future__ import annotations
 
+import json
+import os
 import time
 import uuid
 from typing import Any, Optional
@@ -62,6 +64,7 @@ class ProgramRollout:
         self.aborted: Optional[str] = None
         self.out_of_room = False
         self.calls_served = 0
+        self.generated: list[list[int]] = []  # every generate() call's ids, as the server returned them
 
     async def complete(self, request: ChatRequest) -> Answer:
         loop = self.loop
@@ -89,6 +92,7 @@ class ProgramRollout:
                 self.versions[key] = value
                 loop.state.last_versions[key] = out.extra_fields[key]
         token_ids = list(out.token_ids)
+        self.generated.append(list(token_ids))
         if out.stop_reason in ("aborted", "abort"):
             self.aborted = f"generation aborted by the rollout server after {len(token_ids)} tokens"
             raise GenerationAborted(self.aborted)
@@ -138,6 +142,7 @@ class ProgramRollout:
             logprobs = seq.logprobs[: len(response)] if seq.logprobs and len(seq.logprobs) >= len(response) else None
             outs.append(self._output(seq.prompt_ids[-loop.rollout_config.prompt_length:], response,
                                      seq.mask[: loop.response_length], logprobs, score, dict(extra), seq.requests))
+        audit(record, self.generated, outs)
         if len(outs) == 1:
             return outs[0]
         for out in outs:  # verl's V1 worker copies this from the final output to the others
@@ -150,15 +155,27 @@ class ProgramRollout:
                                metrics={"tool_calls": 0.0, "compute_score": 0.0}, extra_fields=extra)
 
 
-def _json(value: Any) -> str:
-    import json
+AUDIT_ENV = "AGENTRL_TOKEN_AUDIT"
 
+
+def audit(record: RolloutRecord, generated: list[list[int]], outs: list[AgentLoopOutput]) -> None:
+    """With ``AGENTRL_TOKEN_AUDIT=FILE``: one JSON line per rollout with the ids each ``generate`` returned and
+    each sequence handed to verl (prompt, response, mask, score), to check that what is trained was sampled."""
+    path = os.environ.get(AUDIT_ENV)
+    if not path:
+        return
+    line = {"rollout_id": record.rollout_id, "reward": record.reward, "generated": generated,
+            "sequences": [{"prompt_ids": o.prompt_ids, "response_ids": o.response_ids, "mask": o.response_mask,
+                           "reward_score": o.reward_score} for o in outs]}
+    with open(path, "a") as fh:
+        fh.write(json.dumps(line) + "\n")
+
+
+def _json(value: Any) -> str:
     return json.dumps(value)
 
 
 def _args(arguments: str) -> Any:
-    import json
-
     try:
         return json.loads(arguments)
     except (TypeError, json.JSONDecodeError):
