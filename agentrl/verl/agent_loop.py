@@ -140,7 +140,7 @@ class AgentrlAgentLoop(AgentLoopBase):
         record, policy = await self.episode(row, sampling_params, trainer_step=kwargs.get("global_steps"),
                                             group=kwargs.get("uid"))
         if self.agent.program:  # an agent written with another framework: one or several sequences
-            return await policy.outputs(record, row["messages"])
+            return policy.built
         return policy.output(record, len(row["messages"]))
 
     async def episode(self, row: dict, sampling_params: dict[str, Any], *, trainer_step: Any = None,
@@ -156,6 +156,7 @@ class AgentrlAgentLoop(AgentLoopBase):
             run = program.load_program(self.agent.program)
             record = await program.play(self.state, rollout, run, row, trainer_step=trainer_step, group=group,
                                         step_known=not self.off_policy)
+            rollout.built = await rollout.outputs(record, row["messages"])  # what verl gets (audited)
             return record, rollout
         policy = TokenPolicy(self, uuid.uuid4().hex)
         record = await Episode(self.state, policy).run(row, sampling_params, trainer_step=trainer_step, group=group,

@@ -135,7 +135,9 @@ class ProgramRollout:
             ids = await self.ledger.builder.build(prompt, None)
             filler = loop.tokenizer.eos_token_id if loop.tokenizer.eos_token_id is not None else 0
             logprobs = [0.0] if loop.rollout_config.calculate_log_probs else None
-            return self._output(ids[-loop.rollout_config.prompt_length:], [filler], [1], logprobs, score, extra, 1)
+            out = self._output(ids[-loop.rollout_config.prompt_length:], [filler], [1], logprobs, score, extra, 1)
+            audit(record, self.generated, [out])
+            return out
         outs = []
         for seq in sequences:
             response = seq.response_ids[: loop.response_length]
