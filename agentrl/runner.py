@@ -90,6 +90,10 @@ def prepare(config_path: str, overrides: list[str], check_tools: bool = True) ->
 
     rewards = RewardSet.from_config(settings.rewards, where=f"{config_path}: agentrl.rewards")
     _check_sandbox(rewards.describe(), run_dir, str(config_path))
+    if settings.agent.program:  # a missing file or a `run` that is not async fails here, before Ray starts
+        from agentrl.program import load_program
+
+        load_program(settings.agent.program)
     offered = None
     if settings.tools:
         from agentrl.tools import parse_servers_config

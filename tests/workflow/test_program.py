@@ -229,3 +229,16 @@ def test_each_framework_unchanged_but_for_base_url(agent, tmp_path, monkeypatch,
     with capsys.disabled():  # which case the framework's traffic produced (README, "Agents from other frameworks")
         print(f"\n{agent}: {sequences} sequences for {len(records)} rollouts, "
               f"{engine.calls} requests, {checked} trained ids all sampled")
+
+
+def test_train_refuses_a_bad_program_before_ray_starts(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "sync_agent.py").write_text("def run(row, base_url, api_key):\n    return 'x'\n")
+    config = _config(tmp_path, "sync_agent.py")
+    out = subprocess.run([sys.executable, "-m", "agentrl.cli", "train", str(config)], capture_output=True, text=True,
+                         timeout=300, cwd=tmp_path)
+    assert out.returncode != 0
+    assert "must be `async def run(row, base_url, api_key)`" in out.stdout + out.stderr
+    assert "ray init" not in out.stdout + out.stderr
