@@ -242,3 +242,17 @@ def test_train_refuses_a_bad_program_before_ray_starts(tmp_path):
     assert out.returncode != 0
     assert "must be `async def run(row, base_url, api_key)`" in out.stdout + out.stderr
     assert "ray init" not in out.stdout + out.stderr
+
+
+def test_stop_strings_cut_the_sampled_ids_after_the_token_that_completes_one():
+    from transformers import AutoTokenizer
+
+    from agentrl.verl.program_loop import stop_cut
+
+    tok = AutoTokenizer.from_pretrained(_demo()["model_path"])
+    ids = tok.encode("Thought: add them\nObservation: 5 and more text", add_special_tokens=False)
+    kept, chars = stop_cut(tok, ids, ["Observation:", "never"])
+    text = tok.decode(ids[:kept])
+    assert "Observation:" in text and "Observation:" not in tok.decode(ids[: kept - 1])  # the shortest such prefix
+    assert tok.decode(ids)[:chars] == "Thought: add them\n"
+    assert stop_cut(tok, ids, ["absent"]) is None and stop_cut(tok, ids, []) is None
