@@ -256,3 +256,25 @@ def test_stop_strings_cut_the_sampled_ids_after_the_token_that_completes_one():
     assert "Observation:" in text and "Observation:" not in tok.decode(ids[: kept - 1])  # the shortest such prefix
     assert tok.decode(ids)[:chars] == "Thought: add them\n"
     assert stop_cut(tok, ids, ["absent"]) is None and stop_cut(tok, ids, []) is None
+
+
+def test_a_malformed_call_comes_back_as_the_text_the_model_wrote(tmp_path, monkeypatch):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(_demo()["model_path"])
+    broken = '<tool_call>\n{"name": "add", "arguments": {"a": 1,}}\n</tool_call>'
+
+    class Broken:
+        name = "broken"
+
+        async def generate(self, request_id, *, prompt_ids, sampling_params, **_):
+            from verl.workers.rollout.replica import TokenOutput
+
+            ids = tok.encode(broken + "<|im_end|>", add_special_tokens=False)
+            return TokenOutput(token_ids=ids, log_probs=[0.0] * len(ids), stop_reason="completed")
+
+    records, audit, _ = _run(_config(tmp_path, str(AGENT), rows=2), Broken(), monkeypatch, tmp_path)
+    for r in records:
+        assert r["unscorable"] is None and r["reward"] == 0.0 and r["tool_calls"] == 0  # scored, not dropped
+        assert r["messages"][-1] == {"role": "assistant", "content": broken}
+    _check_exact(audit)
