@@ -62,7 +62,8 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
     from agentrl import plugins
 
     rows = []
-    for kind, table in (("reward", plugins.rewards()), ("tool server", plugins.tool_servers())):
+    for kind, table in (("reward", plugins.rewards()), ("tool server", plugins.tool_servers()),
+                        ("agent", plugins.agents())):
         for name, reg in sorted(table.items()):
             rows.append((kind, name, reg.plugin, reg.distribution, reg.description))
     if not rows:

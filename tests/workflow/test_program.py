@@ -170,7 +170,7 @@ def test_program_names_fail_clearly(tmp_path):
     assert load_program(str(AGENT)) is load_program(str(AGENT))  # imported once per process
 
 
-def test_register_agents_hook_selects_an_agent_by_name(monkeypatch):
+def test_register_agents_hook_selects_an_agent_by_name(monkeypatch, capsys):
     from agentrl import plugins
     from agentrl.hookspecs import hookimpl
 
@@ -181,6 +181,10 @@ def test_register_agents_hook_selects_an_agent_by_name(monkeypatch):
 
     monkeypatch.setattr(plugins, "_pm", plugins.new_plugin_manager(MyAgents()))
     assert load_program("calculator_agent").__name__ == "run"
+    from agentrl.cli import _cmd_plugins
+
+    _cmd_plugins(None)
+    assert any(line.split()[:2] == ["agent", "calculator_agent"] for line in capsys.readouterr().out.splitlines())
     with pytest.raises(plugins.PluginError, match="unknown agent 'calculator_agnt'.*Did you mean 'calculator_agent'"):
         load_program("calculator_agnt")
 
