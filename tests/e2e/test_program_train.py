@@ -1,7 +1,8 @@
-"""End to end: `agentrl train` with `agent.program`, the OpenAI-SDK calculator agent (configs/agents/
-openai_calculator.py, unchanged) through its endpoint in verl's real GRPO trainer on the CPU.
+"""End to end: `agentrl train` with `agent.program` in verl's real GRPO trainer on the CPU, one run shared by five
+frameworks: the OpenAI-SDK calculator agent (configs/agents/openai_calculator.py) and the openai-agents, LangGraph,
+pydantic-ai and smolagents agents of tests/workflow/frameworks, each unchanged, taking turns over the rollouts.
 
-The agent here asks once more after its own loop, in a fresh conversation, so every rollout reaches verl as at
+The agent here asks once more after the framework's loop, in a fresh conversation, so every rollout reaches verl as at
 least two sequences (the case a framework that rewrites its history produces). The token audit
 (AGENTRL_TOKEN_AUDIT) holds, per rollout, the ids each generate() returned and each sequence handed to verl."""
 
@@ -21,14 +22,20 @@ from runs import AGENTRL, read_jsonl  # tests/e2e/runs.py
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 2
 AGENT = '''
-import sys
+import itertools, json, os, sys
 sys.path.insert(0, %(agents)r)
-import openai_calculator
+sys.path.insert(0, %(frameworks)r)
+import openai_calculator, openai_agents_calc, langgraph_calc, pydantic_ai_calc, smolagents_calc
 from openai import AsyncOpenAI
+
+FRAMEWORKS = itertools.cycle([openai_calculator, openai_agents_calc, langgraph_calc, pydantic_ai_calc, smolagents_calc])
 
 
 async def run(row, base_url, api_key):
-    answer = await openai_calculator.run(row, base_url, api_key)
+    framework = next(FRAMEWORKS)  # the five frameworks take turns over the rollouts of one run
+    with open(os.environ["FRAMEWORK_LOG"], "a") as fh:
+        fh.write(json.dumps({"framework": framework.__name__, "key": api_key}) + "\\n")
+    answer = await framework.run(row, base_url, api_key)
     # a second, fresh conversation: a new sequence of the same rollout, sharing its reward
     client = AsyncOpenAI(base_url=base_url, api_key=api_key)
     again = await client.chat.completions.create(model="policy", messages=row["messages"], max_tokens=16)
@@ -39,7 +46,8 @@ async def run(row, base_url, api_key):
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, demo):
     root = tmp_path_factory.mktemp("program")
-    (root / "agent.py").write_text(AGENT % {"agents": str(ROOT / "configs" / "agents")})
+    (root / "agent.py").write_text(AGENT % {"agents": str(ROOT / "configs" / "agents"),
+                                            "frameworks": str(ROOT / "tests" / "workflow" / "frameworks")})
     config = root / "config.yaml"
     config.write_text(yaml.safe_dump({"agentrl": {
         "name": "program", "model": demo["model_path"], "train_data": demo["train_path"],
@@ -48,10 +56,12 @@ def trained(tmp_path_factory, demo):
         "max_response_length": 64, "learning_rate": 5e-4, "run_dir": str(root / "run"),
         "agent": {"program": "agent.py", "max_turns": 3}}}))
     audit = root / "audit.jsonl"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "AGENTRL_TOKEN_AUDIT": str(audit)}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "AGENTRL_TOKEN_AUDIT": str(audit),
+           "FRAMEWORK_LOG": str(root / "frameworks.jsonl")}
     out = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, env=env, cwd=root,
                          timeout=1500)
-    return {"rc": out.returncode, "out": out.stdout + out.stderr, "run": root / "run", "audit": audit}
+    return {"rc": out.returncode, "out": out.stdout + out.stderr, "run": root / "run", "audit": audit,
+            "frameworks": root / "frameworks.jsonl"}
 
 
 def test_program_run_trains_and_every_trained_id_was_sampled(trained):
@@ -68,7 +78,10 @@ def test_program_run_trains_and_every_trained_id_was_sampled(trained):
         assert len(seqs) >= 2  # the fresh conversation is a sequence of its own
         trained_ids += len(generated)
     assert trained_ids > 0
-    assert all(r["unscorable"] is None and r["reward"] is not None for r in train)
+    assert all(r["unscorable"] is None and r["reward"] is not None for r in train), \
+        [r["unscorable"] for r in train if r["unscorable"]][:3]
+    used = {line["framework"] for line in read_jsonl(trained["frameworks"])}
+    assert used == {"openai_calculator", "openai_agents_calc", "langgraph_calc", "pydantic_ai_calc", "smolagents_calc"}
 
 
 def test_the_reward_reached_verl_for_every_sequence(trained):
