@@ -43,22 +43,33 @@ async def run(row, base_url, api_key):
 '''
 
 
+# a reward that differs between rollouts whatever the model does, so the check that verl got each rollout's own
+# reward for each of its sequences cannot pass on all-zero rewards
+SPREAD = """
+def grade(sample, item):
+    return (len(sample["final_answer"] or "") % 5) / 4
+"""
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, demo):
     root = tmp_path_factory.mktemp("program")
+    (root / "spread.py").write_text(SPREAD)
     (root / "agent.py").write_text(AGENT % {"agents": str(ROOT / "configs" / "agents"),
                                             "frameworks": str(ROOT / "tests" / "workflow" / "frameworks")})
     config = root / "config.yaml"
     config.write_text(yaml.safe_dump({"agentrl": {
         "name": "program", "model": demo["model_path"], "train_data": demo["train_path"],
-        "rewards": [{"name": "math", "weight": 1.0}, {"name": "tool_use", "weight": 0.5}],
+        "rewards": [{"name": "math", "weight": 1.0}, {"name": "tool_use", "weight": 0.5},
+                    {"name": "./spread.py", "weight": 1.0}],
         "batch_size": 2, "samples_per_prompt": 4, "max_steps": STEPS, "max_prompt_length": 320,
         "max_response_length": 64, "learning_rate": 5e-4, "run_dir": str(root / "run"),
         "agent": {"program": "agent.py", "max_turns": 3}}}))
     audit = root / "audit.jsonl"
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "AGENTRL_TOKEN_AUDIT": str(audit),
            "FRAMEWORK_LOG": str(root / "frameworks.jsonl")}
-    out = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, env=env, cwd=root,
+    # --no-review: the spread reward would fail the review's gold check on purpose (it pays for answer length)
+    out = subprocess.run(AGENTRL + ["train", str(config), "--no-review"], capture_output=True, text=True, env=env, cwd=root,
                          timeout=1500)
     return {"rc": out.returncode, "out": out.stdout + out.stderr, "run": root / "run", "audit": audit,
             "frameworks": root / "frameworks.jsonl"}
@@ -97,6 +108,7 @@ def test_the_reward_reached_verl_for_every_sequence(trained):
         expected = sum(reward * n for reward, n in seqs) / sum(n for _, n in seqs)
         assert math.isclose(m["verl_score_mean"], expected, abs_tol=1e-5), (m["verl_score_mean"], expected)
         assert m["reward_mean"] == pytest.approx(sum(r for r, _ in seqs) / len(seqs))
+    assert len({r["reward"] for r in rollouts}) > 1, "all rewards equal: the check above proves little"
     for line in by_id.values():
         assert all(s["reward_score"] == line["reward"] for s in line["sequences"])
     print(json.dumps({"steps": [{k: m.get(k) for k in ("step", "reward_mean", "verl_score_mean", "step_time")}
