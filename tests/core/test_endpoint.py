@@ -156,7 +156,7 @@ def test_a_failing_rollout_is_a_500_in_openais_shape(server):
     ({"messages": []}, "messages"),
     ({"messages": [{"role": "wizard", "content": "x"}]}, "messages[0].role"),
     ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]}, "messages[0].content"),
-    ({"messages": [{"role": "user", "content": "x"}], "stop": ["\n"]}, "stop"),
+    ({"messages": [{"role": "user", "content": "x"}], "stop": [""]}, "stop"),
     ({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0}, "max_tokens"),
     ({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]}, "tools[0]"),
 ])
