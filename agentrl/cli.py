@@ -64,7 +64,7 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
 
     rows = []
     for kind, table in (("reward", plugins.rewards()), ("tool server", plugins.tool_servers()),
-                        ("converter", plugins.dataset_converters())):
+                        ("converter", plugins.dataset_converters()), ("agent", plugins.agents())):
         for name, reg in sorted(table.items()):
             rows.append((kind, name, reg.plugin, reg.distribution, reg.description))
     if not rows:

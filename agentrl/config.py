@@ -51,6 +51,10 @@ class AgentSettings(BaseModel):
     max_tool_result_chars: int = Field(4000, ge=16, description="longer tool results are truncated with a marker")
     tool_parser: str = Field("auto", description="tool-call format: auto (from the model's chat template), or a verl "
                              "parser: hermes, qwen3_coder, glm, gpt-oss, llama3_json, llama3_pythonic, mistral, ...")
+    program: Optional[str] = Field(
+        None, description="an agent written with any framework: a .py file defining `async def run(row, base_url, "
+        "api_key)`, module:function, or a name from register_agents; it talks to the policy through an "
+        "OpenAI-compatible endpoint (agentrl.program)")
     simulated_user: Optional[dict[str, Any]] = Field(
         None, description="an LLM plays the user: {model, max_turns, api_base, api_key_env}; goal from metadata.user_goal")
 
@@ -217,6 +221,8 @@ def resolve_paths(settings: AgentrlSettings, base: Path) -> None:
             setattr(settings, attr, _under(base, value))  # a packaged model's name is a name, unless a folder
     if isinstance(settings.tools, str):
         settings.tools = _under(base, settings.tools)
+    if settings.agent.program and settings.agent.program.endswith(".py"):
+        settings.agent.program = _under(base, settings.agent.program)
     from agentrl.rewards.loading import looks_like_path
 
     rewards = []

@@ -38,3 +38,12 @@ def register_dataset_converters(register):
     agentrl rows (``id``, ``messages``, ``metadata``) for ``source`` (a file, a category: the converter's
     own word); it raises ``ValueError`` naming what exists when ``source`` is unknown.
     """
+
+
+@hookspec
+def register_agents(register):
+    """Provide agents written with any framework (see :mod:`agentrl.program`).
+
+    Call ``register(name, run)`` where ``run`` is ``async def run(row, base_url, api_key) -> str | None``
+    (or a path to a ``.py`` file defining it); ``agentrl.agent.program: NAME`` selects it.
+    """

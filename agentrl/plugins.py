@@ -139,6 +139,11 @@ def dataset_converters(pm: pluggy.PluginManager | None = None) -> dict[str, Regi
     return _collect("dataset converter", "register_dataset_converters", pm)
 
 
+def agents(pm: pluggy.PluginManager | None = None) -> dict[str, Registered]:
+    """Every registered agent program, by name."""
+    return _collect("agent", "register_agents", pm)
+
+
 def unknown_name_error(kind: str, name: str, known: list[str] | dict, where: str = "") -> PluginError:
     """An error for an unknown plugin name that lists what exists and the nearest match."""
     known = sorted(known)

@@ -97,6 +97,10 @@ def prepare(config_path: str, overrides: list[str], check_tools: bool = True) ->
 
     rewards = RewardSet.from_config(settings.rewards, where=f"{config_path}: agentrl.rewards")
     _check_sandbox(rewards.describe(), run_dir, str(config_path))
+    if settings.agent.program:  # a missing file or a `run` that is not async fails here, before Ray starts
+        from agentrl.program import load_program
+
+        load_program(settings.agent.program)
     from agentrl.rewards.versions import record_version
 
     changed = record_version(RunDir(run_dir), rewards, str(config_path))  # listed in reward_versions.json; a change is said now

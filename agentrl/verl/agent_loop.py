@@ -191,12 +191,25 @@ class AgentrlAgentLoop(AgentLoopBase):
                        (kwargs.get("reward_model") or {}).get("ground_truth"), kwargs.get("extra_info"))
         record, policy = await self.episode(row, sampling_params, trainer_step=kwargs.get("global_steps"),
                                             group=kwargs.get("uid"))
+        if self.agent.program:  # an agent written with another framework: one or several sequences
+            return policy.built
         return policy.output(record, len(row["messages"]))
 
     async def episode(self, row: dict, sampling_params: dict[str, Any], *, trainer_step: Any = None,
                       group: Optional[str] = None) -> tuple[RolloutRecord, "TokenPolicy"]:
         """One rollout of ``row`` (``agentrl.dataset.loop_record``'s shape): its record and token stream.
-        ``group`` is verl's id of the prompt's GRPO group."""
+        ``group`` is verl's id of the prompt's GRPO group. With ``agent.program`` the user's agent plays it
+        through its own endpoint (``agentrl.verl.program_loop``) and the second value is that rollout."""
+        if self.agent.program:
+            from agentrl import program
+            from agentrl.verl.program_loop import ProgramRollout
+
+            rollout = ProgramRollout(self, sampling_params)
+            run = program.load_program(self.agent.program)
+            record = await program.play(self.state, rollout, run, row, trainer_step=trainer_step, group=group,
+                                        step_known=not self.off_policy)
+            rollout.built = await rollout.outputs(record, row["messages"])  # what verl gets (audited)
+            return record, rollout
         policy = TokenPolicy(self, uuid.uuid4().hex)
         record = await Episode(self.state, policy).run(row, sampling_params, trainer_step=trainer_step, group=group,
                                                        step_known=not self.off_policy)

@@ -9,6 +9,7 @@ It registers, through verl's own registries and nothing patched on disk:
 - the ``agentrl`` agent loop (multi-turn, MCP tools, agentrl rewards);
 - the ``agentrl_grpo`` advantage estimator (unscorable rollouts kept out of their group);
 - gloo's address on a cluster of several machines (``agentrl.verl.gloo``): the interface of the Ray node's;
+- GRPO over rollouts of several sequences (``agentrl.verl.sessions``): one row per rollout in group statistics;
 - the replay buffer's poll interval (``agentrl.verl.pacing``): steps no longer wait on a 2-second poll.
 
 verl swallows plugin import errors at DEBUG level, so failures are logged here at ERROR level with
@@ -41,6 +42,9 @@ def _load() -> None:
     from agentrl.verl import pacing as verl_pacing
 
     verl_pacing.install()
+    from agentrl.verl import sessions
+
+    sessions.install()  # agentrl_grpo over rollouts of several sequences (agent.program)
     try:
         from agentrl.verl import agent_loop  # noqa: F401  (registers the "agentrl" agent loop)
         from agentrl.verl import grpo  # noqa: F401  (registers the "agentrl_grpo" advantage estimator)

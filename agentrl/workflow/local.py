@@ -47,6 +47,10 @@ def preflight(settings: Any, where: str = "agentrl") -> None:
     from agentrl.rewards import RewardSet
 
     RewardSet.from_config(settings.rewards, where=f"{where}: agentrl.rewards")
+    if settings.agent.program:
+        from agentrl.program import load_program
+
+        load_program(settings.agent.program)
     if not settings.tools:
         return
     from agentrl.tools import ToolHub, ToolInfraError, parse_servers_config

@@ -1,0 +1,210 @@
+"""The agent loop's side of ``agent.program``: each endpoint request sampled on verl's token stream.
+
+    rollout = ProgramRollout(loop, sampling_params)            # loop: the AgentrlAgentLoop of this rollout
+    record = await program.play(loop.state, rollout, run, row)  # the user's run() against its own endpoint
+    rollout.outputs(record)     # AgentLoopOutput, or a list of them when the agent rewrote its history
+
+Each request is rendered with the model's chat template by the loop's Continuous Token builder, sampled through
+``server_manager.generate`` (the rollout server in training, a local engine in ``agentrl eval``), and parsed with
+the model family's tool-call parser into OpenAI's shape. :class:`agentrl.endpoint.tokens.TokenLedger` keeps the
+exact ids. The trainer's sampling parameters apply (temperature and top_p stay the trainer's, so the rollout is
+on-policy); a request's ``max_tokens`` can only lower the turn's budget.
+
+Several sequences reach verl as a list of ``AgentLoopOutput``: verl 0.9.1's V1 agent-loop worker
+(``AgentLoopWorkerTQ._agent_loop_postprocess``) stores each under ``{uid}_{session}_{i}``, gives every one the
+final output's reward, and trains them all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from typing import Any, Optional
+
+from verl.experimental.agent_loop.agent_loop import AgentLoopOutput
+
+from agentrl.endpoint.shapes import Answer, ChatRequest
+from agentrl.endpoint.tokens import TokenLedger
+from agentrl.episode import GenerationAborted
+from agentrl.record import RolloutRecord
+from agentrl.verl import parsers
+
+_VERSION_KEYS = ("global_steps", "min_global_steps", "max_global_steps")
+
+
+class _LoopBuilder:
+    """The loop's Continuous Token builder as :class:`agentrl.endpoint.tokens.Builder`."""
+
+    def __init__(self, loop: Any) -> None:
+        self.loop = loop
+
+    async def build(self, messages: list[dict], tools: Optional[list]) -> list[int]:
+        return await self.loop.ct_build_initial_tokens(messages, tools=tools)
+
+    async def append(self, previous, messages, ids, mask, logprobs, tools):
+        merged, mask, logprobs = await self.loop.ct_merge_context_msg(previous, messages, ids, mask, logprobs,
+                                                                      tools=tools)
+        return merged.token_ids, mask, logprobs
+
+
+class ProgramRollout:
+    """One rollout's endpoint handler: renders, samples, parses, and keeps the served turns and the tokens."""
+
+    def __init__(self, loop: Any, sampling_params: dict[str, Any]) -> None:
+        self.loop = loop
+        self.sampling_params = dict(sampling_params)
+        self.request_id = uuid.uuid4().hex
+        self.ledger = TokenLedger(_LoopBuilder(loop), loop.response_length)
+        self.turns: list[dict] = []  # served assistant turns: response, reasoning, tool_calls, next_messages
+        self.last_messages: list[dict] = []
+        self.versions: dict[str, Any] = {}
+        self.model_seconds = 0.0
+        self.aborted: Optional[str] = None
+        self.out_of_room = False
+        self.calls_served = 0
+        self.generated: list[list[int]] = []  # every generate() call's ids, as the server returned them
+
+    async def complete(self, request: ChatRequest) -> Answer:
+        loop = self.loop
+        if self.turns:
+            self.turns[-1]["next_messages"] = request.messages
+        self.last_messages = request.messages
+        ids = await self.ledger.prompt(request.messages, request.tools)
+        room = self.ledger.room()
+        if request.max_tokens:
+            room = min(room, request.max_tokens)
+        if room <= 0:
+            self.out_of_room = True
+            return Answer(text="", finish="length", prompt_tokens=len(ids))
+        params = dict(self.sampling_params, max_tokens=room)
+        if loop.parser.stop_token_ids:
+            params["stop_token_ids"] = sorted(set(params.get("stop_token_ids") or []) | set(loop.parser.stop_token_ids))
+        started = time.perf_counter()
+        out = await loop.server_manager.generate(self.request_id, prompt_ids=list(ids), sampling_params=params)
+        self.model_seconds += time.perf_counter() - started
+        for key in _VERSION_KEYS:
+            if out.extra_fields.get(key) is not None:
+                value = out.extra_fields[key]
+                if key == "min_global_steps" and key in self.versions:
+                    value = min(self.versions[key], value)
+                self.versions[key] = value
+                loop.state.last_versions[key] = out.extra_fields[key]
+        token_ids = list(out.token_ids)
+        self.generated.append(list(token_ids))
+        if out.stop_reason in ("aborted", "abort"):
+            self.aborted = f"generation aborted by the rollout server after {len(token_ids)} tokens"
+            raise GenerationAborted(self.aborted)
+        logprobs = out.log_probs
+        cut = stop_cut(loop.tokenizer, token_ids, request.stop)
+        if cut is not None:  # sampling is left to right: the ids before the cut are what a stop would have kept
+            token_ids, logprobs = token_ids[:cut[0]], (logprobs[:cut[0]] if logprobs else logprobs)
+        raw = loop.tokenizer.decode(token_ids, skip_special_tokens=False)
+        if cut is not None:
+            raw = raw[:cut[1]] if cut[1] <= len(raw) else raw
+        said = loop.family.split(raw, loop.special_tokens)
+        _, calls = await loop.parser.extract_tool_calls(token_ids, parsers.tool_schemas(request.tools))
+        broken = loop.family.malformed(raw)
+        text = said.answer
+        if broken and not calls:  # shown as the model wrote it, as an OpenAI model's unparsed output would be
+            text = loop.tokenizer.decode(token_ids, skip_special_tokens=True).strip()
+        pairs = [(c.name, c.arguments if isinstance(c.arguments, str) else _json(c.arguments)) for c in calls]
+        call_ids = [f"call_{self.calls_served + i}_{uuid.uuid4().hex[:8]}" for i in range(len(pairs))]
+        self.calls_served += len(pairs)
+        stopped = cut is not None or bool(token_ids) and (token_ids[-1] == loop.tokenizer.eos_token_id
+                                       or token_ids[-1] in set(params.get("stop_token_ids") or []))
+        finish = "tool_calls" if pairs else ("length" if len(token_ids) >= room and not stopped else "stop")
+        served = {"role": "assistant", "content": text,
+                  "tool_calls": [{"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+                                 for i, (n, a) in zip(call_ids, pairs)]}
+        self.ledger.sampled(token_ids, logprobs, served)
+        self.turns.append({"response": text, "reasoning": said.reasoning, "next_messages": None,
+                           "tool_calls": [{"id": i, "name": n, "arguments": _args(a)} for i, (n, a) in zip(call_ids, pairs)]})
+        return Answer(text=text, calls=pairs, call_ids=call_ids, finish=finish, reasoning=said.reasoning,
+                      prompt_tokens=len(ids), completion_tokens=len(token_ids))
+
+    def response_tokens(self) -> int:
+        return sum(len(seq.mask) for seq in self.ledger.sequences)
+
+    async def outputs(self, record: RolloutRecord, prompt: list[dict]) -> AgentLoopOutput | list[AgentLoopOutput]:
+        """What verl trains on: one output per sequence, each with the rollout's score (NaN: could not score)."""
+        loop = self.loop
+        sequences = [s for s in self.ledger.sequences if s.sampled] or self.ledger.sequences[-1:]
+        score = float(record.reward) if record.reward is not None else float("nan")
+        last = loop.state.last_versions
+        extra = {**last, **self.versions, "agentrl_unscorable": 1 if record.unscorable else 0,
+                 "agentrl_tool_calls": record.tool_calls, "agentrl_rollout_id": record.rollout_id,
+                 "agentrl_sequences": max(1, len(sequences))}
+        if not sequences:  # the agent never asked the model: the row's prompt and one filler token, as the agent
+            # loop does for a rollout that failed before the model spoke (its NaN score gives it advantage 0)
+            ids = await self.ledger.builder.build(prompt, None)
+            filler = loop.tokenizer.eos_token_id if loop.tokenizer.eos_token_id is not None else 0
+            logprobs = [0.0] if loop.rollout_config.calculate_log_probs else None
+            out = self._output(ids[-loop.rollout_config.prompt_length:], [filler], [1], logprobs, score, extra, 1)
+            audit(record, self.generated, [out])
+            return out
+        outs = []
+        for seq in sequences:
+            response = seq.response_ids[: loop.response_length]
+            logprobs = seq.logprobs[: len(response)] if seq.logprobs and len(seq.logprobs) >= len(response) else None
+            outs.append(self._output(seq.prompt_ids[-loop.rollout_config.prompt_length:], response,
+                                     seq.mask[: loop.response_length], logprobs, score, dict(extra), seq.requests))
+        audit(record, self.generated, outs)
+        if len(outs) == 1:
+            return outs[0]
+        for out in outs:  # verl's V1 worker copies this from the final output to the others
+            out.extra_fields["reward_extra_info"] = {}
+        return outs
+
+    def _output(self, prompt, response, mask, logprobs, score, extra, turns) -> AgentLoopOutput:
+        return AgentLoopOutput(prompt_ids=list(prompt), response_ids=list(response), response_mask=list(mask),
+                               response_logprobs=logprobs, reward_score=score, num_turns=turns,
+                               metrics={"tool_calls": 0.0, "compute_score": 0.0}, extra_fields=extra)
+
+
+def stop_cut(tokenizer: Any, token_ids: list[int], stops: list[str]) -> Optional[tuple[int, int]]:
+    """Where a request's ``stop`` strings end the turn: (ids kept: the shortest prefix whose text holds a stop
+    string, characters of text kept: up to that string), or None when no stop string occurs."""
+    if not stops or not token_ids:
+        return None
+    text = tokenizer.decode(token_ids, skip_special_tokens=False)
+    found = [(text.find(s), s) for s in stops if s in text]
+    if not found:
+        return None
+    at, stop = min(found)
+    lo, hi = 1, len(token_ids)  # the shortest prefix whose decoded text reaches past the stop string
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if len(tokenizer.decode(token_ids[:mid], skip_special_tokens=False)) >= at + len(stop):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo, at
+
+
+AUDIT_ENV = "AGENTRL_TOKEN_AUDIT"
+
+
+def audit(record: RolloutRecord, generated: list[list[int]], outs: list[AgentLoopOutput]) -> None:
+    """With ``AGENTRL_TOKEN_AUDIT=FILE``: one JSON line per rollout with the ids each ``generate`` returned and
+    each sequence handed to verl (prompt, response, mask, score), to check that what is trained was sampled."""
+    path = os.environ.get(AUDIT_ENV)
+    if not path:
+        return
+    line = {"rollout_id": record.rollout_id, "reward": record.reward, "generated": generated,
+            "sequences": [{"prompt_ids": o.prompt_ids, "response_ids": o.response_ids, "mask": o.response_mask,
+                           "reward_score": o.reward_score} for o in outs]}
+    with open(path, "a") as fh:
+        fh.write(json.dumps(line) + "\n")
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value)
+
+
+def _args(arguments: str) -> Any:
+    try:
+        return json.loads(arguments)
+    except (TypeError, json.JSONDecodeError):
+        return arguments
