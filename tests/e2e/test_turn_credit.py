@@ -24,6 +24,7 @@ def test_turn_credit_reaches_the_trainer(tmp_path):
     demo = {"model_path": "demo", "train_path": "demo"}
     config = write_config(tmp_path, demo, max_steps=1, batch_size=4, credit={"method": "turn", "gamma": 0.5},
                           tools=["calculator"], tool_allow={"calculator": ["add"]}, agent={"max_turns": 3, "max_tool_calls": 2},
+                          max_response_length=256,  # room for a turn after an error result (~60 tokens each)
                           rewards=[{"name": "math", "weight": 1.0},
                                    {"name": "tool_use", "weight": 0.5, "per_turn": True}])
     result = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, timeout=1200)
