@@ -167,6 +167,33 @@ def _worker_state(block: Any, config: Any) -> WorkerState:
     return WorkerState.for_spec(spec)
 
 
+def sampling_for(loop: Any, sampling_params: dict[str, Any], room: int) -> dict[str, Any]:
+    """The sampling parameters of one call: at most ``room`` tokens, and the parser's stop tokens added."""
+    params = dict(sampling_params, max_tokens=room)
+    if loop.parser.stop_token_ids:
+        params["stop_token_ids"] = sorted(set(params.get("stop_token_ids") or []) | set(loop.parser.stop_token_ids))
+    return params
+
+
+async def sample(loop: Any, request_id: str, prompt_ids: list[int], sampling_params: dict[str, Any], room: int,
+                 versions: dict[str, Any]) -> tuple[Any, float]:
+    """One call to the rollout server with the parser's stop tokens added: its output and the seconds it took.
+    The policy versions it reports (verl's trainer reads them to measure staleness) go into ``versions`` (the
+    rollout's: min_global_steps stays the smallest seen) and ``loop.state.last_versions``."""
+    params = sampling_for(loop, sampling_params, room)
+    started = time.perf_counter()
+    out = await loop.server_manager.generate(request_id, prompt_ids=list(prompt_ids), sampling_params=params)
+    seconds = time.perf_counter() - started
+    for key in _VERSION_KEYS:
+        if out.extra_fields.get(key) is not None:
+            value = out.extra_fields[key]
+            if key == "min_global_steps" and key in versions:
+                value = min(versions[key], value)
+            versions[key] = value
+            loop.state.last_versions[key] = out.extra_fields[key]
+    return out, seconds
+
+
 @register("agentrl")
 class AgentrlAgentLoop(AgentLoopBase):
     """agentrl's agent loop: MCP tools, budgets, structured trajectories, agentrl rewards."""
@@ -263,19 +290,8 @@ class TokenPolicy:
 
     async def generate(self, sampling_params: dict[str, Any], room: int) -> Turn:
         loop = self.loop
-        params = dict(sampling_params, max_tokens=room)
-        if loop.parser.stop_token_ids:
-            params["stop_token_ids"] = sorted(set(params.get("stop_token_ids") or []) | set(loop.parser.stop_token_ids))
-        started = time.perf_counter()
-        out = await loop.server_manager.generate(self.request_id, prompt_ids=self.runtime_ids, sampling_params=params)
-        self.model_seconds += time.perf_counter() - started
-        for key in _VERSION_KEYS:  # verl's trainer reads these to measure policy staleness
-            if out.extra_fields.get(key) is not None:
-                value = out.extra_fields[key]
-                if key == "min_global_steps" and key in self.versions:
-                    value = min(self.versions[key], value)
-                self.versions[key] = value
-                loop.state.last_versions[key] = out.extra_fields[key]
+        out, seconds = await sample(loop, self.request_id, self.runtime_ids, sampling_params, room, self.versions)
+        self.model_seconds += seconds
         aborted = out.stop_reason in ("aborted", "abort")  # verl's vLLM server, with what it had generated
         if aborted and not out.token_ids:
             raise GenerationAborted("generation aborted by the rollout server before any token")

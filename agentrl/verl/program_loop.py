@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 import uuid
 from typing import Any, Optional
 
@@ -30,8 +29,8 @@ from agentrl.endpoint.tokens import TokenLedger
 from agentrl.episode import GenerationAborted
 from agentrl.record import RolloutRecord
 from agentrl.verl import parsers
+from agentrl.verl.agent_loop import sample, sampling_for
 
-_VERSION_KEYS = ("global_steps", "min_global_steps", "max_global_steps")
 
 
 class _LoopBuilder:
@@ -78,19 +77,8 @@ class ProgramRollout:
         if room <= 0:
             self.out_of_room = True
             return Answer(text="", finish="length", prompt_tokens=len(ids))
-        params = dict(self.sampling_params, max_tokens=room)
-        if loop.parser.stop_token_ids:
-            params["stop_token_ids"] = sorted(set(params.get("stop_token_ids") or []) | set(loop.parser.stop_token_ids))
-        started = time.perf_counter()
-        out = await loop.server_manager.generate(self.request_id, prompt_ids=list(ids), sampling_params=params)
-        self.model_seconds += time.perf_counter() - started
-        for key in _VERSION_KEYS:
-            if out.extra_fields.get(key) is not None:
-                value = out.extra_fields[key]
-                if key == "min_global_steps" and key in self.versions:
-                    value = min(self.versions[key], value)
-                self.versions[key] = value
-                loop.state.last_versions[key] = out.extra_fields[key]
+        out, seconds = await sample(loop, self.request_id, ids, self.sampling_params, room, self.versions)
+        self.model_seconds += seconds
         token_ids = list(out.token_ids)
         self.generated.append(list(token_ids))
         if out.stop_reason in ("aborted", "abort"):
@@ -113,7 +101,8 @@ class ProgramRollout:
         call_ids = [f"call_{self.calls_served + i}_{uuid.uuid4().hex[:8]}" for i in range(len(pairs))]
         self.calls_served += len(pairs)
         stopped = cut is not None or bool(token_ids) and (token_ids[-1] == loop.tokenizer.eos_token_id
-                                       or token_ids[-1] in set(params.get("stop_token_ids") or []))
+                                       or token_ids[-1] in set(sampling_for(loop, self.sampling_params, room)
+                                                               .get("stop_token_ids") or []))
         finish = "tool_calls" if pairs else ("length" if len(token_ids) >= room and not stopped else "stop")
         served = {"role": "assistant", "content": text,
                   "tool_calls": [{"id": i, "type": "function", "function": {"name": n, "arguments": a}}
