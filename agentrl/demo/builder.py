@@ -79,10 +79,26 @@ def build(
             raise ValueError("build(chat_template=...) needs the family's tokens: special, added, eos, bos, pad")
         options.update(chat_template=chat_template, tokens=tokens)
     paths = _paths(out_dir)
-    marker = read_marker(out_dir)
-    if marker and marker.get("options") == options and all(os.path.exists(p) for p in paths.values()):
+    if _reusable(out_dir, options, paths):
         log(f"reusing the build in {out_dir}")
         return paths
+    from agentrl.firstuse import one_at_a_time
+
+    with one_at_a_time(os.path.join(out_dir, ".build.lock"), f"building the demo in {out_dir}", log):
+        if _reusable(out_dir, options, paths):
+            log(f"reusing the build in {out_dir}")
+            return paths
+        return _build_here(out_dir, options, paths, log, lambda: _build(
+            out_dir, seed, paths, warmup_steps, max_seconds, n_train, n_val, tool_fraction, layers, batch_size, lr,
+            tool_share, short_prefix_fraction, eval_samples, log, chat_template, tokens))
+
+
+def _reusable(out_dir: str, options: dict, paths: dict[str, str]) -> bool:
+    marker = read_marker(out_dir)
+    return bool(marker and marker.get("options") == options and all(os.path.exists(p) for p in paths.values()))
+
+
+def _build_here(out_dir: str, options: dict, paths: dict[str, str], log, run_build) -> dict[str, str]:
     t0 = time.time()
     os.makedirs(os.path.dirname(paths["train_path"]), exist_ok=True)
     if os.path.exists(os.path.join(out_dir, MARKER)):
@@ -95,8 +111,7 @@ def build(
     # and a warm-up step cost ~10x the CPU time (measured: 1.8 vs 0.14 CPU-seconds).
     torch.set_num_threads(1)
     try:
-        results = _build(out_dir, seed, paths, warmup_steps, max_seconds, n_train, n_val, tool_fraction, layers,
-                         batch_size, lr, tool_share, short_prefix_fraction, eval_samples, log, chat_template, tokens)
+        results = run_build()
     finally:
         torch.set_num_threads(threads)
     results["seconds"] = round(time.time() - t0, 1)

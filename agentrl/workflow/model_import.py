@@ -92,9 +92,17 @@ def import_model(name: str, *, dtype: str = "float32", home: Optional[Path] = No
     if dtype not in ("float32", "bfloat16"):
         raise ModelImportError(f"--dtype {dtype!r}: use float32 or bfloat16")
     out = (home or models_home()) / (name if dtype == "float32" else f"{name}-{dtype}")
-    done = out / DONE
-    if done.is_file():
+    if (out / DONE).is_file():
         return out
+    from agentrl.firstuse import one_at_a_time
+
+    with one_at_a_time(out.with_name(f".{out.name}.lock"), f"importing {name}", log):
+        if (out / DONE).is_file():  # the process that held the lock imported it meanwhile
+            return out
+        return _import(model, name, out, dtype, log)
+
+
+def _import(model, name: str, out: Path, dtype: str, log: Callable[[str], None]) -> Path:
     source = gguf_path(model)
     try:
         import gguf  # noqa: F401  (transformers reads GGUF files through it)

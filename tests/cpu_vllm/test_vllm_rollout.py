@@ -24,13 +24,6 @@ STEPS = 2
 CORRELATION = 0.99  # verl's training/rollout_actor_probs_pearson_corr: vLLM's log-probs against the actor's
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    from agentrl.demo import build
-
-    return build(str(tmp_path_factory.mktemp("demo")), warmup_steps=30, eval_samples=0, log=lambda m: None)
-
-
 def train(tmp_path: Path, demo: dict, env: dict | None = None, timeout: float = 900, **agentrl) -> tuple:
     block = {
         "name": "vllm", "model": demo["model_path"], "train_data": demo["train_path"], "val_data": demo["val_path"],

@@ -1,6 +1,6 @@
 """What the e2e tests do to an `agentrl train` run from outside, as a user or a crash would: start it, wait for
 a step, Ctrl-C or ``kill -9`` it, and watch what it leaves running. Shared by the e2e test files (pytest puts
-this folder on sys.path); the demo build they train is the ``demo`` fixture in conftest.py."""
+this folder on sys.path); the demo build they train is the session's ``demo`` fixture in tests/conftest.py."""
 
 from __future__ import annotations
 

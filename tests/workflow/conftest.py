@@ -1,4 +1,4 @@
-"""Shared fixtures: one tiny demo build (20 warm-up steps) and a config naming it, the calculator MCP
+"""Shared fixtures: the suite's tiny demo build (tests/conftest.py) and a config naming it, the calculator MCP
 server (the real agentrl-calculator plugin over stdio) and the demo rewards."""
 
 from __future__ import annotations
@@ -12,11 +12,8 @@ import yaml
 
 
 @pytest.fixture(scope="session")
-def tiny_demo(tmp_path_factory):
-    from agentrl.demo import build
-
-    out = tmp_path_factory.mktemp("demo")
-    return build(str(out), warmup_steps=20, eval_samples=0, log=lambda msg: None)
+def tiny_demo(demo):
+    return demo  # tests/conftest.py: the suite's one short demo build
 
 
 @pytest.fixture(scope="session")
