@@ -35,8 +35,10 @@ def merged_state(state: dict, scale: float) -> dict:
 
 
 def merge_lora_checkpoint(actor_dir: Path) -> bool:
-    meta_path = actor_dir / "lora_train_meta.json"
-    weights = actor_dir / "huggingface" / "model.safetensors"
+    from agentrl.verl import checkpoints as layout
+
+    meta_path = layout.lora_meta_files(actor_dir.parent)[0]
+    weights = layout.hf_of(actor_dir.parent) / "model.safetensors"
     if not meta_path.exists() or not weights.exists() or weights.with_name("peft_model.safetensors.orig").exists():
         return False
     from safetensors import safe_open

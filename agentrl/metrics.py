@@ -114,16 +114,13 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def check_checkpoint(run_dir: Path) -> dict | None:
     """Record verl's newest checkpoint once it is complete (verl writes the tracker file last)."""
+    from agentrl.verl import checkpoints as layout
+
     ckpt_root = RunDir(run_dir).checkpoints
-    tracker = ckpt_root / "latest_checkpointed_iteration.txt"
-    if not tracker.exists():
+    step = layout.latest_step(ckpt_root)
+    if step is None:
         return None
-    try:
-        step = int(tracker.read_text().strip())
-    except ValueError:
-        return None
-    folder = ckpt_root / f"global_step_{step}"
-    hf = folder / "actor" / "huggingface"
+    folder, hf = layout.step_dir(ckpt_root, step), layout.hf_dir(ckpt_root, step)
     previous = last_complete_checkpoint(run_dir)
     if previous and previous.get("step") == step:
         return None
@@ -132,11 +129,10 @@ def check_checkpoint(run_dir: Path) -> dict | None:
     if (hf / "config.json").exists():
         # LoRA: verl wrote adapter names; make each checkpoint a plain HF model (older ones too, which an
         # attempt whose watcher had died left unmerged)
-        for actor in sorted(ckpt_root.glob("global_step_*/actor")):
-            if actor.parent == folder or (actor / "lora_train_meta.json").exists():
-                merge_lora_checkpoint(actor)
-    weights = list(hf.glob("*.safetensors")) + list(hf.glob("*.bin"))
-    if not (hf / "config.json").exists() or not weights:
+        for _, older in layout.steps(ckpt_root):
+            if older == folder or layout.lora_meta_files(older)[0].exists():
+                merge_lora_checkpoint(older / "actor")
+    if not layout.has_model(hf):
         return None
     status = {"complete": True, "step": step, "path": str(folder), "hf_model": str(hf),
               "saved_at": time.strftime("%Y-%m-%dT%H:%M:%S")}

@@ -228,18 +228,13 @@ def _eta(run_dir: Path, step: int, total: int | None) -> float | None:
 def checkpoints(run_dir: Path) -> list[dict[str, Any]]:
     """verl's checkpoints: step, whether the HF model is complete, file count, size, the export command."""
     out = []
-    root = run_dir / "checkpoints"
-    if not root.is_dir():
-        return out
+    from agentrl.verl import checkpoints as layout
+
     complete = last_complete_checkpoint(run_dir)
-    for folder in root.glob("global_step_*"):
-        try:
-            step = int(folder.name.rsplit("_", 1)[1])
-        except ValueError:
-            continue
+    for step, folder in layout.steps(RunDir(run_dir).checkpoints):
         files = [p for p in folder.rglob("*") if p.is_file()]
-        hf = folder / "actor" / "huggingface"
-        has_model = (hf / "config.json").exists() and (any(hf.glob("*.safetensors")) or any(hf.glob("*.bin")))
+        hf = layout.hf_of(folder)
+        has_model = layout.has_model(hf)
         out.append({"step": step, "files": len(files), "bytes": sum(p.stat().st_size for p in files),
                     "hf_model": str(hf) if has_model else None,
                     "complete": bool(complete and complete.get("step", -1) >= step and has_model),

@@ -133,11 +133,13 @@ def append_step(run: Path, step: int, prompts: int = 4, samples: int = 4, seed: 
 
 
 def save_checkpoint(run: Path, step: int) -> None:
-    hf = run / "checkpoints" / f"global_step_{step}" / "actor" / "huggingface"
+    from agentrl.verl import checkpoints as layout
+
+    hf = layout.hf_dir(RunDir(run).checkpoints, step)
     hf.mkdir(parents=True, exist_ok=True)
     (hf / "config.json").write_text("{}")
     (hf / "model.safetensors").write_bytes(b"\0" * 4096)
-    (run / "checkpoints" / "latest_checkpointed_iteration.txt").write_text(str(step))
+    layout.mark_latest(RunDir(run).checkpoints, step)
     RunDir(run).checkpoint_status.write_text(json.dumps({"complete": True, "step": step, "path": str(hf.parent.parent),
                                                             "hf_model": str(hf), "saved_at": time.strftime("%Y-%m-%dT%H:%M:%S")}))
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from agentrl.errors import AgentrlError
 from agentrl.rundir import RunDir
+from agentrl.verl import checkpoints as layout
 
 
 class ModelSpecError(AgentrlError):
@@ -56,15 +57,15 @@ def checkpoint_dir(run_dir: Path, step: int | None = None) -> Path:
             if info.get("complete"):
                 step = int(info["step"])
         if step is None:
-            steps = sorted(int(p.name.split("_")[-1]) for p in (run_dir / "checkpoints").glob("global_step_*"))
-            if not steps:
+            found = layout.steps(RunDir(run_dir).checkpoints)
+            if not found:
                 raise ModelSpecError(f"{run_dir} has no checkpoints; train with agentrl.save_every set, "
                                      f"or let the run finish (it saves at the end)")
-            step = steps[-1]
-    path = run_dir / "checkpoints" / f"global_step_{step}"
-    if not (path / "actor" / "huggingface").is_dir():
-        have = sorted(p.name for p in (run_dir / "checkpoints").glob("global_step_*"))
-        raise ModelSpecError(f"{run_dir}: no HuggingFace model for step {step} ({path}/actor/huggingface); "
+            step = found[-1][0]
+    path = layout.step_dir(RunDir(run_dir).checkpoints, step)
+    if not layout.hf_of(path).is_dir():
+        have = [p.name for _, p in layout.steps(RunDir(run_dir).checkpoints)]
+        raise ModelSpecError(f"{run_dir}: no HuggingFace model for step {step} ({layout.hf_of(path)}); "
                              f"checkpoints there: {', '.join(have) or 'none'}")
     return path
 
@@ -99,10 +100,10 @@ def resolve_model(spec: str, settings: Any | None = None) -> str:
 def lora_meta(ckpt: Path) -> dict | None:
     """Rank and alpha of a LoRA run (verl writes ``lora_train_meta.json`` beside the actor state); None for
     a full fine-tune."""
-    for path in (ckpt / "actor" / "lora_train_meta.json", ckpt / "lora_train_meta.json"):
+    for path in layout.lora_meta_files(ckpt):
         if path.is_file():
             return json.loads(path.read_text())
-    return {} if has_adapters(ckpt / "actor" / "huggingface") else None
+    return {} if has_adapters(layout.hf_of(ckpt)) else None
 
 
 def has_adapters(hf: Path) -> bool:
@@ -118,7 +119,7 @@ def has_adapters(hf: Path) -> bool:
 
 def hf_model(ckpt: Path, run_dir: Path) -> Path:
     """The checkpoint's HF folder, or (unmerged LoRA) the merged model cached in ``merged/`` beside it."""
-    hf = ckpt / "actor" / "huggingface"
+    hf = layout.hf_of(ckpt)
     meta = lora_meta(ckpt)
     if meta is None or not has_adapters(hf):
         return hf

@@ -89,5 +89,6 @@ def kill_9(proc: subprocess.Popen, run: Path | None = None, timeout: float = 60.
 
 
 def tracker_step(run: Path) -> int:
-    path = run / "checkpoints" / "latest_checkpointed_iteration.txt"
-    return int(path.read_text().strip()) if path.exists() else 0
+    from agentrl.verl.checkpoints import latest_step
+
+    return latest_step(run / "checkpoints") or 0
