@@ -36,7 +36,7 @@ from agentrl.placement import place_trained
 from agentrl.precision import choose
 from agentrl.rundir import RunDir
 from agentrl.spec import RunSpec
-from agentrl.verl.args import build_overrides, launch, on_cpu, ray_address, step_plan, to_cli
+from agentrl.verl.args import build_overrides, launch, launched_rollout, on_cpu, ray_address, step_plan, to_cli
 
 MIN_FREE_BYTES = 200 * 1024 * 1024
 
@@ -140,7 +140,8 @@ def prepare(config_path: str, overrides: list[str], check_tools: bool = True) ->
                 "source": str(Path(config_path).resolve()), "command_line_overrides": list(overrides)}
     RunDir(run_dir).config.write_text(yaml.safe_dump(resolved, sort_keys=False))
     return {"run_dir": run_dir, "lock": lock, "overrides": verl_overrides, "total_steps": total,
-            "cpu": cpu, "rows": n_train, "settings": settings, "precision": precision}
+            "cpu": cpu, "rows": n_train, "settings": settings, "precision": precision,
+            "rollout": launched_rollout(verl_overrides)}
 
 
 def _note_start_error(config_path: str, overrides: list[str], exc: Exception) -> None:
@@ -270,7 +271,7 @@ def train(config_path: str, overrides: list[str], out=sys.stdout, check_tools: b
         print("\n".join(gpu_plan.describe_run(plan["settings"], plan["overrides"])), file=out, flush=True)
     else:
         print(f"agentrl: {plan['precision'].line()}", file=out, flush=True)
-        if plan["overrides"].get("actor_rollout_ref.rollout.name") == "vllm":
+        if plan["rollout"] == "vllm":
             from agentrl.verl import gpu_plan
 
             problem = gpu_plan.cpu_vllm_problem()
@@ -311,7 +312,7 @@ def train(config_path: str, overrides: list[str], out=sys.stdout, check_tools: b
     cmd = [sys.executable, "-m", "verl.trainer.main_ppo", *to_cli(overrides)]
     (run_dir / "logs" / f"command.{attempt}.json").write_text(json.dumps(cmd, indent=1))
     print(f"agentrl: training {plan['settings'].name} for {plan['total_steps']} steps on "
-          f"{'CPU' if plan['cpu'] else 'GPU'} with the {plan['overrides'].get('actor_rollout_ref.rollout.name')} rollout; "
+          f"{'CPU' if plan['cpu'] else 'GPU'} with the {plan['rollout']} rollout; "
           f"run directory {run_dir}", file=out, flush=True)
     log = open(RunDir(run_dir).training_log, "ab", buffering=0)
     log.write(f"\n===== attempt {attempt} {time.strftime('%Y-%m-%d %H:%M:%S')} =====\n".encode())

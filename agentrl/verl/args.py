@@ -151,6 +151,12 @@ def rollout_kind(settings: AgentrlSettings, cpu: bool) -> str:
     return settings.rollout
 
 
+def launched_rollout(overrides: dict[str, Any]) -> str:
+    """The rollout verl will run with these overrides: ``agentrl_cpu`` (agentrl's transformers rollout), ``vllm``,
+    or what a config's own verl key names (it wins over agentrl's choice)."""
+    return str(overrides.get("actor_rollout_ref.rollout.name"))
+
+
 def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: str, train_file: str,
                     val_file: str | None, spec_path: str, run_dir: Path, cpu: bool,
                     train_rows: int | None = None, gpu_plan: Any = None) -> dict[str, Any]:
