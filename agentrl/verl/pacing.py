@@ -24,11 +24,10 @@ imported here; it is patched when it is first imported (or at once, if it alread
 from __future__ import annotations
 
 import functools
-import importlib.abc
-import importlib.util
 import inspect
 import os
-import sys
+
+from agentrl.verl.patching import patch_on_import
 
 TARGET = "verl.trainer.ppo.v1.replay_buffer"
 DEFAULT_POLL_S = 0.02
@@ -86,33 +85,5 @@ def _recording(sample):
     return recorded
 
 
-class _PatchOnImport(importlib.abc.MetaPathFinder):
-    """Wraps the loader of :data:`TARGET` so :func:`patch` runs right after the module executes."""
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname != TARGET:
-            return None
-        sys.meta_path.remove(self)  # find the real spec without finding ourselves again
-        try:
-            spec = importlib.util.find_spec(fullname)
-        finally:
-            sys.meta_path.insert(0, self)
-        if spec is None or spec.loader is None:
-            return spec
-        loader = spec.loader
-        exec_module = loader.exec_module
-
-        def exec_and_patch(module):
-            exec_module(module)
-            patch(module)
-
-        loader.exec_module = exec_and_patch
-        return spec
-
-
 def install() -> None:
-    if TARGET in sys.modules:
-        patch(sys.modules[TARGET])
-        return
-    if not any(isinstance(finder, _PatchOnImport) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _PatchOnImport())
+    patch_on_import(TARGET, patch)

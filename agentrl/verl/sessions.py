@@ -14,10 +14,9 @@ It is installed into ``verl.trainer.ppo.v1.trainer_base`` when that module is im
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
-import sys
 from typing import Any
+
+from agentrl.verl.patching import patch_on_import
 
 TARGET = "verl.trainer.ppo.v1.trainer_base"
 
@@ -66,29 +65,5 @@ def patch(module: Any) -> None:
     module.compute_advantage_for_multi_trajectories = wrap(module.compute_advantage_for_multi_trajectories)
 
 
-class _PatchOnImport(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname, path, target=None):
-        if fullname != TARGET:
-            return None
-        sys.meta_path.remove(self)
-        try:
-            spec = importlib.util.find_spec(fullname)
-        finally:
-            sys.meta_path.insert(0, self)
-        if spec is None or spec.loader is None:
-            return spec
-        exec_module = spec.loader.exec_module
-
-        def exec_and_patch(module):
-            exec_module(module)
-            patch(module)
-
-        spec.loader.exec_module = exec_and_patch
-        return spec
-
-
 def install() -> None:
-    if TARGET in sys.modules:
-        patch(sys.modules[TARGET])
-    elif not any(isinstance(f, _PatchOnImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _PatchOnImport())
+    patch_on_import(TARGET, patch)
