@@ -85,6 +85,15 @@ def grouped(scores: torch.Tensor, scored: torch.Tensor, index: Sequence[Any], no
     return adv
 
 
+def group_advantages(rewards: Sequence[Optional[float]], norm_by_std: bool = True,
+                     epsilon: float = DEFAULT_EPSILON) -> list[float]:
+    """The GRPO advantage of each rollout of one group, as the trainer computes it (None: unscorable, gets 0 and
+    stays out of the statistics). What the job page and `agentrl rescore` show."""
+    scored = torch.tensor([r is not None and math.isfinite(r) for r in rewards], dtype=torch.bool)
+    scores = torch.tensor([float(r) if ok else 0.0 for r, ok in zip(rewards, scored.tolist())], dtype=torch.float32)
+    return grouped(scores, scored, [0] * len(rewards), norm_by_std, epsilon).tolist()
+
+
 def _check(method: str, rewards: Sequence, turn_rewards: Sequence, groups: Sequence, states: Optional[Sequence],
            options: dict) -> None:
     if method not in METHODS:

@@ -38,6 +38,7 @@ from typing import Any, Iterator
 from agentrl.errors import AgentrlError
 from agentrl.record import RolloutRecord
 from agentrl.rundir import RunDir
+from agentrl.verl.args import run_norm_by_std
 from agentrl.trajectory import make_item, make_sample
 
 BATCH = 32  # rollouts scored concurrently
@@ -166,14 +167,9 @@ class _Tally:
 
 
 def _advantages(rewards: list[float | None], by_std: bool) -> list[float]:
-    from agentrl.ui.explorer import group_advantages
+    from agentrl.credit import group_advantages
 
-    adv = group_advantages(rewards)
-    if by_std:
-        return adv
-    scored = [r for r in rewards if r is not None]  # norm_adv_by_std_in_grpo=false: centred only
-    mean = sum(scored) / len(scored) if len(scored) > 1 else 0.0
-    return [0.0 if r is None else r - mean for r in rewards]
+    return group_advantages(rewards, norm_by_std=by_std)
 
 
 class _Groups:
@@ -234,17 +230,6 @@ def _records(path: Path) -> Iterator[RolloutRecord]:
                                    f"removed, the rest is kept") from None
 
 
-def _norm_by_std(run: RunDir) -> bool:
-    import yaml
-
-    try:
-        config = yaml.safe_load(run.config.read_text()) or {}
-    except (OSError, yaml.YAMLError):
-        return True
-    value = (config.get("verl_overrides") or {}).get("algorithm.norm_adv_by_std_in_grpo", True)
-    return str(value).lower() not in ("false", "0")
-
-
 def rescore(run_dir: str, config_path: str, out_dir: str, *, overrides: list[str] = (), out=None,
             batch: int = BATCH) -> dict[str, Any]:
     """Re-score every stored rollout of ``run_dir`` with the rewards of ``config_path``; write ``out_dir``."""
@@ -268,7 +253,7 @@ def rescore(run_dir: str, config_path: str, out_dir: str, *, overrides: list[str
     by_id, by_source = _rows(run)
     sources = _Sources()
     target.mkdir(parents=True, exist_ok=True)
-    tally = _Tally(threshold_of(rewards), thresholds, _Groups(target / "groups.jsonl", _norm_by_std(run)))
+    tally = _Tally(threshold_of(rewards), thresholds, _Groups(target / "groups.jsonl", run_norm_by_std(run.path)))
     started = time.perf_counter()
 
     def item_of(rec: RolloutRecord) -> dict | None:

@@ -42,24 +42,17 @@ class Filters:
         return any(v not in (None, "", "any") for v in asdict(self).values())
 
 
-def group_advantages(rewards: list[float | None], epsilon: float = 1e-6) -> list[float]:
-    """agentrl_grpo's advantage for each rollout of one group (None = unscorable, gets 0)."""
-    scored = [r for r in rewards if r is not None]
-    if not scored:
-        return [0.0] * len(rewards)
-    if len(scored) == 1:
-        mean, std = 0.0, 1.0
-    else:
-        mean, std = statistics.fmean(scored), statistics.stdev(scored)
-    return [0.0 if r is None else (r - mean) / (std + epsilon) for r in rewards]
-
-
 def advantages(idx: RolloutIndex, step: int, validation: bool = False) -> dict[str, float]:
+    """Each rollout's GRPO advantage at ``step``, as the trainer computed it (the run's norm_by_std included)."""
+    from agentrl.credit import group_advantages
+    from agentrl.verl.args import run_norm_by_std
+
     out: dict[str, float] = {}
     if validation:
         return out  # validation rollouts are not trained on: no advantage
+    by_std = run_norm_by_std(idx.run_dir)
     for members in idx.group_rewards(step).values():
-        for (rid, _), adv in zip(members, group_advantages([r for _, r in members])):
+        for (rid, _), adv in zip(members, group_advantages([r for _, r in members], norm_by_std=by_std)):
             out[rid] = adv
     return out
 

@@ -151,6 +151,21 @@ def rollout_kind(settings: AgentrlSettings, cpu: bool) -> str:
     return settings.rollout
 
 
+def run_norm_by_std(run_dir: Path | str) -> bool:
+    """Whether a run's GRPO divided by the group's std (verl's ``algorithm.norm_adv_by_std_in_grpo``, true unless
+    the run's config.yaml set it false)."""
+    import yaml
+
+    from agentrl.rundir import RunDir
+
+    try:
+        config = yaml.safe_load(RunDir(run_dir).config.read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return True
+    value = (config.get("verl_overrides") or {}).get("algorithm.norm_adv_by_std_in_grpo", True)
+    return str(value).lower() not in ("false", "0")
+
+
 def launched_rollout(overrides: dict[str, Any]) -> str:
     """The rollout verl will run with these overrides: ``agentrl_cpu`` (agentrl's transformers rollout), ``vllm``,
     or what a config's own verl key names (it wins over agentrl's choice)."""

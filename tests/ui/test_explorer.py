@@ -5,21 +5,46 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agentrl.ui.explorer import Filters, explorer_page, group_advantages, readable
+from agentrl.credit import group_advantages
+from agentrl.ui.explorer import Filters, explorer_page, readable
 from agentrl.ui.index import RolloutIndex
 from agentrl.ui.synthetic import write_run
 
 
 @pytest.mark.parametrize("rewards", [[1.0, 0.0, 0.5, 0.5], [1.0, None, 0.0], [0.7], [None, None], [0.3, 0.3, 0.3],
                                      [None, 0.4]])
-def test_advantages_are_the_trainers(rewards):
+@pytest.mark.parametrize("by_std", [True, False])
+def test_advantages_are_the_trainers(rewards, by_std):
     torch = pytest.importorskip("torch")
     from agentrl.verl.grpo import grouped_advantages  # the estimator verl runs with in agentrl configs
 
     scores = torch.tensor([0.0 if r is None else r for r in rewards])
     scored = torch.tensor([r is not None for r in rewards])
-    want = grouped_advantages(scores, scored, np.zeros(len(rewards), dtype=object)).tolist()
-    assert group_advantages(rewards) == pytest.approx(want, abs=1e-5)
+    want = grouped_advantages(scores, scored, np.zeros(len(rewards), dtype=object), norm_by_std=by_std).tolist()
+    assert group_advantages(rewards, norm_by_std=by_std) == pytest.approx(want, abs=1e-6)
+
+
+def test_the_page_shows_the_advantages_of_a_run_that_did_not_divide_by_std(tmp_path):
+    """A run trained with algorithm.norm_adv_by_std_in_grpo=false: the page's advantages are centred only."""
+    import yaml
+
+    from agentrl.rundir import RunDir
+    from agentrl.ui.explorer import advantages
+
+    run = write_run(tmp_path / "run", steps=3, prompts=2, samples=4)
+    idx = RolloutIndex(run)
+    idx.update()
+    divided = advantages(idx, 1)
+    config = yaml.safe_load(RunDir(run).config.read_text())
+    config.setdefault("verl_overrides", {})["algorithm.norm_adv_by_std_in_grpo"] = False
+    RunDir(run).config.write_text(yaml.safe_dump(config))
+    centred = advantages(idx, 1)
+    for members in idx.group_rewards(1).values():
+        scored = [r for _, r in members if r is not None]
+        mean = sum(scored) / len(scored) if len(scored) > 1 else 0.0
+        for rid, reward in members:
+            assert centred[rid] == pytest.approx(0.0 if reward is None else reward - mean, abs=1e-6)
+    assert centred and centred != divided  # the synthetic rewards vary within a group: dividing changes them
 
 
 def test_readable_keeps_calls_results_errors_and_timings():
