@@ -99,8 +99,8 @@ def _arguments(value: Any) -> Any:
     return value if value is not None else {}
 
 
-def _message(raw: Any, n: int) -> dict:
-    where = f"messages[{n}]"
+def _message(raw: Any, n: int, where: Optional[str] = None) -> dict:
+    where = where or f"messages[{n}]"
     if not isinstance(raw, dict) or not isinstance(raw.get("role"), str):
         raise RequestError(f"{where} must be an object with a role", param=where)
     role = raw["role"]

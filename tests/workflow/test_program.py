@@ -213,7 +213,7 @@ def _framework_engine(scripted, tokenizer):
     return Engine(tokenizer)
 
 
-@pytest.mark.parametrize("agent", ["openai_agents_calc", "langgraph_calc", "pydantic_ai_calc", "smolagents_calc"])
+@pytest.mark.parametrize("agent", ["openai_agents_calc", "openai_agents_responses_calc", "langgraph_calc", "pydantic_ai_calc", "smolagents_calc"])
 def test_each_framework_unchanged_but_for_base_url(agent, tmp_path, monkeypatch, scripted, capsys):
     """Each framework's own agent, own tool decorator and own loop; scripted replies call the right tool then
     answer, so every rollout must solve its task, and every trained id must be one the model sampled."""
@@ -230,6 +230,8 @@ def test_each_framework_unchanged_but_for_base_url(agent, tmp_path, monkeypatch,
             assert r["trajectory"][0]["tool_results"], "the tool result the framework sent back reached the sample"
     checked, sequences = _check_exact(audit)
     assert checked > 0
+    if agent.startswith("openai_agents"):  # the SDK sends the served turns back as served: one sequence a rollout
+        assert sequences == len(records)
     with capsys.disabled():  # which case the framework's traffic produced (README, "Agents from other frameworks")
         print(f"\n{agent}: {sequences} sequences for {len(records)} rollouts, "
               f"{engine.calls} requests, {checked} trained ids all sampled")
