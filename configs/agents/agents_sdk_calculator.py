@@ -1,6 +1,9 @@
-"""The calculator agent written with the OpenAI Agents SDK as its quickstart writes it: the SDK's default model class
+"""A calculator agent written with the OpenAI Agents SDK as its quickstart writes it: the SDK's default model class
 (``OpenAIResponsesModel``, the Responses API) and the agent's default model name. Only the run's model provider
-names agentrl's base_url and key; the agent itself is unchanged."""
+names agentrl's base_url and key; the agent itself is unchanged.
+
+    agentrl eval configs/demo_agents_sdk.yaml --model base --limit 4 -o agents_sdk.jsonl
+"""
 
 from agents import Agent, OpenAIProvider, RunConfig, Runner, function_tool, set_tracing_disabled
 
