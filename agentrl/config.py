@@ -55,6 +55,9 @@ class AgentSettings(BaseModel):
         None, description="an agent written with any framework: a .py file defining `async def run(row, base_url, "
         "api_key)`, module:function, or a name from register_agents; it talks to the policy through an "
         "OpenAI-compatible endpoint (agentrl.program)")
+    tool_choice_missed: Literal["refuse", "serve"] = Field(
+        "refuse", description="agent.program: a turn whose tool_choice (\"required\" or a named function) the policy "
+        "missed in every try: refuse it with a 422 (the OpenAI API's meaning), or serve the last sample as written")
     simulated_user: Optional[dict[str, Any]] = Field(
         None, description="an LLM plays the user: {model, max_turns, api_base, api_key_env}; goal from metadata.user_goal")
 

@@ -23,6 +23,7 @@ are the user's code. A ``run`` that raises leaves the rollout unscorable (``agen
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib
 import importlib.util
 import inspect
@@ -30,6 +31,7 @@ import os
 import sys
 import time
 import uuid
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -127,12 +129,29 @@ def trajectory(turns: list[dict], last_messages: list[dict]) -> list[Any]:
     return steps
 
 
+# Blocking agents run through asyncio.to_thread hold a thread of the loop's default executor for their whole rollout;
+# the loop's own work offloaded there (verl renders chat templates with run_in_executor(None, ...)) then finds none
+# free once the rollouts in flight reach its size (min(32, cores + 4): 6 on 2 cores), and every rollout waits. The
+# loops that play agents get a default executor as large as the rollouts in flight can be (threads start on use).
+_LOOPS_WITH_ROOM: "weakref.WeakSet[asyncio.AbstractEventLoop]" = weakref.WeakSet()
+
+
+def _room_for_blocking_agents() -> None:
+    loop = asyncio.get_running_loop()
+    if loop not in _LOOPS_WITH_ROOM:
+        # the loop's own: asyncio.run shuts its default executor down when the loop ends
+        loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=1024,
+                                                                        thread_name_prefix="agentrl-agent"))
+        _LOOPS_WITH_ROOM.add(loop)
+
+
 async def play(state: Any, rollout: Any, run: Callable, row: dict, *, trainer_step: Any = None,
                group: Optional[str] = None, step_known: bool = True, timeout: Optional[float] = None) -> RolloutRecord:
     """One rollout of the user's ``run`` against ``rollout`` (a :class:`agentrl.endpoint.server.Handler` that
     also keeps ``turns``, ``last_messages``, ``versions``, ``model_seconds`` and ``response_tokens()``)."""
     from agentrl.endpoint.server import shared_server
 
+    _room_for_blocking_agents()
     started, wall_started = time.perf_counter(), time.time()
     item = make_item(row["messages"], row.get("metadata"), **row.get("fields", {}), id=row["id"], source=row.get("source"))
     rollout_id = f"r-{uuid.uuid4().hex[:16]}"

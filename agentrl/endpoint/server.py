@@ -11,8 +11,9 @@ event loop that opened the rollout, one request at a time. Each rollout has its 
 (``/rollouts/KEY/v1``) and as the bearer key, so concurrent rollouts never mix; a request naming no open
 rollout gets OpenAI's 404 body.
 
-Routes: ``POST /v1/chat/completions`` (non-streaming, and ``stream: true`` as server-sent events),
-``GET /v1/models``; both also under ``/rollouts/KEY``. Errors are OpenAI's ``{"error": {...}}`` bodies.
+Routes: ``POST /v1/chat/completions`` and ``POST /v1/responses`` (non-streaming, and ``stream: true`` as
+server-sent events; :mod:`agentrl.endpoint.responses` reads the second into the same request), ``GET /v1/models``;
+all also under ``/rollouts/KEY``. A rollout keeps its responses' conversations for ``previous_response_id``. Errors are OpenAI's ``{"error": {...}}`` bodies.
 The server runs in a thread of its own, so uvicorn never takes the process's signals.
 """
 
@@ -24,9 +25,10 @@ import secrets
 import socket
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional, Protocol
 
+from agentrl.endpoint.responses import read_responses, response_events, response_object, served_message
 from agentrl.endpoint.shapes import Answer, ChatRequest, RequestError, chunks, completion, error_body, read_request
 
 MODEL_NAME = "policy"  # what /v1/models lists; any model name in a request is served by the policy
@@ -41,6 +43,7 @@ class _Open:
     handler: Handler
     loop: asyncio.AbstractEventLoop
     lock: asyncio.Lock  # one request at a time per rollout: its token stream is sequential
+    responses: dict = field(default_factory=dict)  # response id -> its conversation (previous_response_id)
 
 
 class EndpointServer:
@@ -109,14 +112,16 @@ class EndpointServer:
                                    code="rollout_not_found", kind="not_found_error")
             return found
 
-        async def chat(request: Request, key: Optional[str]) -> Any:
+        async def answer_for(request: Request, key: Optional[str], read: Any) -> Any:
+            """(the opened rollout, the JSON body, what ``read`` made of it, the answer) or an error response."""
             try:
                 opened = find(key, request)
                 try:
                     body = json.loads(await request.body())
                 except json.JSONDecodeError as exc:
                     raise RequestError(f"the body is not JSON ({exc.msg} at column {exc.colno})") from None
-                chat_request = read_request(body)
+                read_as = read(body, opened)
+                chat_request = read_as[0] if isinstance(read_as, tuple) else read_as
                 answer = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(
                     _one_at_a_time(opened, chat_request), opened.loop))
             except RequestError as exc:
@@ -124,11 +129,30 @@ class EndpointServer:
             except Exception as exc:  # the rollout side failed: a 500 in OpenAI's shape, with the reason
                 return JSONResponse(error_body(500, f"agentrl could not sample this turn: {type(exc).__name__}: {exc}",
                                                kind="server_error"), status_code=500)
+            return opened, body, read_as, answer
+
+        async def chat(request: Request, key: Optional[str]) -> Any:
+            got = await answer_for(request, key, lambda body, _opened: read_request(body))
+            if not isinstance(got, tuple):
+                return got
+            _, _, chat_request, answer = got
             request_id = f"chatcmpl-{uuid.uuid4().hex}"
             if chat_request.stream:
                 events = chunks(request_id, chat_request.model, answer, chat_request.include_usage)
                 return StreamingResponse(iter(events), media_type="text/event-stream")
             return JSONResponse(completion(request_id, chat_request.model, answer))
+
+        async def responses(request: Request, key: Optional[str]) -> Any:
+            got = await answer_for(request, key, lambda body, opened: read_responses(body, opened.responses.get))
+            if not isinstance(got, tuple):
+                return got
+            opened, body, (chat_request, conversation), answer = got
+            response_id = f"resp_{uuid.uuid4().hex}"
+            opened.responses[response_id] = conversation + [served_message(answer)]
+            if chat_request.stream:
+                return StreamingResponse(iter(response_events(response_id, body, answer)),
+                                         media_type="text/event-stream")
+            return JSONResponse(response_object(response_id, body, answer))
 
         async def models(request: Request, key: Optional[str]) -> Any:
             try:
@@ -146,6 +170,14 @@ class EndpointServer:
         async def chat_by_path(key: str, request: Request):
             return await chat(request, key)
 
+        @app.post("/v1/responses")
+        async def responses_by_key(request: Request):
+            return await responses(request, None)
+
+        @app.post("/rollouts/{key}/v1/responses")
+        async def responses_by_path(key: str, request: Request):
+            return await responses(request, key)
+
         @app.get("/v1/models")
         async def models_by_key(request: Request):
             return await models(request, None)
@@ -157,7 +189,8 @@ class EndpointServer:
         @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "DELETE"])
         async def unknown(path: str):
             return JSONResponse(error_body(404, f"/{path} is not served here: the endpoint serves "
-                                                f"POST /v1/chat/completions and GET /v1/models", kind="not_found_error",
+                                                f"POST /v1/chat/completions, POST /v1/responses and "
+                                                f"GET /v1/models", kind="not_found_error",
                                            code="unknown_url"), status_code=404)
 
         return app

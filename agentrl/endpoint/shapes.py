@@ -99,8 +99,8 @@ def _arguments(value: Any) -> Any:
     return value if value is not None else {}
 
 
-def _message(raw: Any, n: int) -> dict:
-    where = f"messages[{n}]"
+def _message(raw: Any, n: int, where: Optional[str] = None) -> dict:
+    where = where or f"messages[{n}]"
     if not isinstance(raw, dict) or not isinstance(raw.get("role"), str):
         raise RequestError(f"{where} must be an object with a role", param=where)
     role = raw["role"]
@@ -124,6 +124,36 @@ def _message(raw: Any, n: int) -> dict:
         if raw.get("name"):
             message["name"] = raw["name"]
     return message
+
+
+def _tool_choice(choice: Any, tools: list) -> Any:
+    """``tool_choice`` checked as OpenAI reads it: "auto", "none", "required", or one named function of ``tools``.
+
+    How the rollout honours it (:mod:`agentrl.verl.program_loop`): "none" serves the turn as text, calls unread;
+    "required" and a named function sample the policy unconstrained and take the first sample that makes the call
+    (a turn that never does is refused), so every trained token is one the policy chose freely."""
+    if choice is None:
+        return "auto"
+    names = [t["function"]["name"] for t in tools]
+    if choice in ("auto", "none"):
+        return choice
+    if choice == "required" or isinstance(choice, dict):
+        if not tools:
+            raise RequestError(f"tool_choice {choice!r} needs tools: send the tools the model may call",
+                               param="tool_choice")
+        if choice == "required":
+            return choice
+        fn = choice.get("function") if choice.get("type") == "function" else None
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if not isinstance(name, str):
+            raise RequestError("tool_choice must be \"auto\", \"none\", \"required\" or "
+                               "{type: function, function: {name}}", param="tool_choice")
+        if name not in names:
+            raise RequestError(f"tool_choice names {name!r}, which is not among the tools sent ({', '.join(names)})",
+                               param="tool_choice")
+        return {"type": "function", "function": {"name": name}}
+    raise RequestError(f"tool_choice {choice!r} is not one of \"auto\", \"none\", \"required\" or "
+                       f"{{type: function, function: {{name}}}}", param="tool_choice")
 
 
 def read_request(body: Any) -> ChatRequest:
@@ -151,10 +181,7 @@ def read_request(body: Any) -> ChatRequest:
         if not (isinstance(tool, dict) and isinstance(tool.get("function"), dict) and tool["function"].get("name")):
             raise RequestError(f"tools[{k}] must be {{type: function, function: {{name, description, parameters}}}}",
                                param=f"tools[{k}]")
-    choice = body.get("tool_choice", "auto")
-    if isinstance(choice, dict) or choice == "required":
-        # a forced call would need constrained decoding, which would make the sampled tokens not the policy's
-        choice = "auto"
+    choice = _tool_choice(body.get("tool_choice"), tools or [])
     max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
     if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
         raise RequestError("max_tokens must be a positive integer", param="max_tokens")

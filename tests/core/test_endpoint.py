@@ -172,12 +172,12 @@ def test_request_normalises_what_the_sdks_send():
         {"role": "user", "content": [{"type": "text", "text": "What is "}, {"type": "text", "text": "2+2?"}]},
         {"role": "assistant", "content": None, "tool_calls": [
             {"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{\"a\": 2, \"b\": 2}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "4"}], "tool_choice": "required",
+        {"role": "tool", "tool_call_id": "c1", "content": "4"}], "tool_choice": "required", "tools": TOOLS,
         "max_completion_tokens": 9})
     assert [m["role"] for m in req.messages] == ["system", "user", "assistant", "tool"]
     assert req.messages[1]["content"] == "What is 2+2?" and req.messages[2]["content"] == ""
     assert req.messages[2]["tool_calls"][0]["function"]["arguments"] == {"a": 2, "b": 2}
-    assert req.tool_choice == "auto" and req.max_tokens == 9  # forced calls would need constrained decoding
+    assert req.tool_choice == "required" and req.max_tokens == 9
 
 
 # ------------------------------------------------------------------ the token ledger, with a scripted builder

@@ -1,6 +1,7 @@
-"""End to end: `agentrl train` with `agent.program` in verl's real GRPO trainer on the CPU, one run shared by five
-frameworks: the OpenAI-SDK calculator agent (configs/agents/openai_calculator.py) and the openai-agents, LangGraph,
-pydantic-ai and smolagents agents of tests/workflow/frameworks, each unchanged, taking turns over the rollouts.
+"""End to end: `agentrl train` with `agent.program` in verl's real GRPO trainer on the CPU, one run shared by six
+agents of five frameworks: the OpenAI-SDK calculator agent (configs/agents/openai_calculator.py) and the openai-agents
+(its chat-completions model class, and its default Responses one), LangGraph, pydantic-ai and smolagents agents of
+tests/workflow/frameworks, each unchanged, taking turns over the rollouts.
 
 The agent here asks once more after the framework's loop, in a fresh conversation, so every rollout reaches verl as at
 least two sequences (the case a framework that rewrites its history produces). The token audit
@@ -25,10 +26,12 @@ AGENT = '''
 import itertools, json, os, sys
 sys.path.insert(0, %(agents)r)
 sys.path.insert(0, %(frameworks)r)
-import openai_calculator, openai_agents_calc, langgraph_calc, pydantic_ai_calc, smolagents_calc
+import openai_calculator, openai_agents_calc, agents_sdk_calculator, langgraph_calc, pydantic_ai_calc
+import smolagents_calc
 from openai import AsyncOpenAI
 
-FRAMEWORKS = itertools.cycle([openai_calculator, openai_agents_calc, langgraph_calc, pydantic_ai_calc, smolagents_calc])
+FRAMEWORKS = itertools.cycle([openai_calculator, openai_agents_calc, agents_sdk_calculator, langgraph_calc,
+                              pydantic_ai_calc, smolagents_calc])
 
 
 async def run(row, base_url, api_key):
@@ -64,7 +67,9 @@ def trained(tmp_path_factory, demo):
                     {"name": "./spread.py", "weight": 1.0}],
         "batch_size": 2, "samples_per_prompt": 4, "max_steps": STEPS, "max_prompt_length": 320,
         "max_response_length": 64, "learning_rate": 5e-4, "run_dir": str(root / "run"),
-        "agent": {"program": "agent.py", "max_turns": 3}}}))
+        # smolagents asks tool_choice "required" on every turn, which the demo model does not meet in its format:
+        # served as written, so its rollouts are scored (refused, they would be unscorable)
+        "agent": {"program": "agent.py", "max_turns": 3, "tool_choice_missed": "serve"}}}))
     audit = root / "audit.jsonl"
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "AGENTRL_TOKEN_AUDIT": str(audit),
            "FRAMEWORK_LOG": str(root / "frameworks.jsonl")}
@@ -92,7 +97,8 @@ def test_program_run_trains_and_every_trained_id_was_sampled(trained):
     assert all(r["unscorable"] is None and r["reward"] is not None for r in train), \
         [r["unscorable"] for r in train if r["unscorable"]][:3]
     used = {line["framework"] for line in read_jsonl(trained["frameworks"])}
-    assert used == {"openai_calculator", "openai_agents_calc", "langgraph_calc", "pydantic_ai_calc", "smolagents_calc"}
+    assert used == {"openai_calculator", "openai_agents_calc", "agents_sdk_calculator", "langgraph_calc",
+                    "pydantic_ai_calc", "smolagents_calc"}
 
 
 def test_the_reward_reached_verl_for_every_sequence(trained):

@@ -213,14 +213,15 @@ def _framework_engine(scripted, tokenizer):
     return Engine(tokenizer)
 
 
-@pytest.mark.parametrize("agent", ["openai_agents_calc", "langgraph_calc", "pydantic_ai_calc", "smolagents_calc"])
+@pytest.mark.parametrize("agent", ["openai_agents_calc", "agents_sdk_calculator", "langgraph_calc", "pydantic_ai_calc", "smolagents_calc"])
 def test_each_framework_unchanged_but_for_base_url(agent, tmp_path, monkeypatch, scripted, capsys):
     """Each framework's own agent, own tool decorator and own loop; scripted replies call the right tool then
     answer, so every rollout must solve its task, and every trained id must be one the model sampled."""
     from transformers import AutoTokenizer
 
     engine = _framework_engine(scripted, AutoTokenizer.from_pretrained(_demo()["model_path"]))
-    records, audit, _ = _run(_config(tmp_path, str(FRAMEWORKS / f"{agent}.py"), rows=4), engine, monkeypatch, tmp_path)
+    file = FRAMEWORKS / f"{agent}.py" if (FRAMEWORKS / f"{agent}.py").exists() else AGENT.parent / f"{agent}.py"
+    records, audit, _ = _run(_config(tmp_path, str(file), rows=4), engine, monkeypatch, tmp_path)
     assert [r["unscorable"] for r in records] == [None] * 4
     for r in records:
         assert r["components"]["math"] == 1.0, r["trajectory"]  # the framework ran its tool, the model answered
@@ -230,6 +231,8 @@ def test_each_framework_unchanged_but_for_base_url(agent, tmp_path, monkeypatch,
             assert r["trajectory"][0]["tool_results"], "the tool result the framework sent back reached the sample"
     checked, sequences = _check_exact(audit)
     assert checked > 0
+    if agent in ("openai_agents_calc", "agents_sdk_calculator"):  # the SDK sends the served turns back as served: one sequence a rollout
+        assert sequences == len(records)
     with capsys.disabled():  # which case the framework's traffic produced (README, "Agents from other frameworks")
         print(f"\n{agent}: {sequences} sequences for {len(records)} rollouts, "
               f"{engine.calls} requests, {checked} trained ids all sampled")
@@ -281,4 +284,35 @@ def test_a_malformed_call_comes_back_as_the_text_the_model_wrote(tmp_path, monke
     for r in records:
         assert r["unscorable"] is None and r["reward"] == 0.0 and r["tool_calls"] == 0  # scored, not dropped
         assert r["messages"][-1] == {"role": "assistant", "content": broken}
+    _check_exact(audit)
+
+
+BLOCKING = '''
+import asyncio
+from openai import OpenAI
+
+async def run(row, base_url, api_key):
+    def blocking():  # a synchronous agent, run as program.py asks: through asyncio.to_thread
+        client = OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=60)
+        r = client.chat.completions.create(model="policy", messages=row["messages"])
+        return r.choices[0].message.content
+    return await asyncio.to_thread(blocking)
+'''
+
+
+def test_more_blocking_agents_in_flight_than_the_default_executor_has_threads(tmp_path, monkeypatch, scripted):
+    """Each blocking agent holds a thread for its whole rollout, and verl renders chat templates on the loop's
+    default executor (6 threads on 2 cores): 10 rollouts in flight must not wait on each other for a thread."""
+    import os
+
+    from transformers import AutoTokenizer
+
+    agent = tmp_path / "blocking.py"
+    agent.write_text(BLOCKING)
+    engine = scripted(AutoTokenizer.from_pretrained(_demo()["model_path"]))
+    if min(32, (os.cpu_count() or 1) + 4) >= 10:
+        pytest.skip("this machine's default executor has 10 threads or more: the case cannot arise")
+    records, audit, _ = _run(_config(tmp_path, str(agent), rows=5), engine, monkeypatch, tmp_path, samples=2)
+    assert len(records) == 10 and [r["unscorable"] for r in records] == [None] * 10
+    assert engine.calls == 10
     _check_exact(audit)

@@ -1,5 +1,6 @@
 """The calculator agent written with the OpenAI Agents SDK; only the model's base_url and key come from agentrl.
-Its chat-completions model class is used (the endpoint serves /v1/chat/completions, not /v1/responses)."""
+Its chat-completions model class is used; configs/agents/agents_sdk_calculator.py is the same agent on the SDK's default
+model class (the Responses API)."""
 
 from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
 from openai import AsyncOpenAI
