@@ -29,12 +29,6 @@ def append_jsonl(path: str | Path, record: dict[str, Any]) -> None:
         os.close(fd)
 
 
-def append_rollout(run_dir: str, record: dict[str, Any]) -> None:
-    from agentrl.rundir import RunDir
-
-    RunDir(run_dir).append_rollout(record)
-
-
 def read_jsonl(path: str | Path, start: int = 0) -> tuple[list[dict], int]:
     """Complete lines from byte offset ``start``; returns them and the offset after the last one."""
     path = Path(path)

@@ -25,7 +25,7 @@ For each wave: wall time, rollouts/s, CPU ms per turn (this process, all threads
 wave (the same workload again must not grow it without bound). Then one more wave of each workload under
 cProfile, its CPU split by where the code lives: loop (agent loop, verl's token builder, tokenizer),
 parsing (tool-call parser, JSON), tools client (agentrl.tools, mcp, httpx), rewards, logging
-(rollouts.jsonl), event loop. Also the rate of ``runlog.append_rollout`` alone.
+(rollouts.jsonl), event loop. Also the rate of ``RunDir.append_rollout`` alone.
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ async def bare_client_cpu(url: str, calls: int) -> float:
 
 
 def runlog_rate(run_dir: Path, n: int = 2000) -> float:
-    from agentrl import runlog
+    from agentrl.rundir import RunDir
 
     run_dir.mkdir(parents=True, exist_ok=True)
     record = {"rollout_id": "r", "prompt_id": "p", "step": 1, "messages": row(0)["messages"] * 8,
@@ -179,7 +179,7 @@ def runlog_rate(run_dir: Path, n: int = 2000) -> float:
               "reward": 1.0, "components": {"math": 1.0}, "unscorable": None}
     started = time.perf_counter()
     for _ in range(n):
-        runlog.append_rollout(str(run_dir), record)
+        RunDir(run_dir).append_rollout(record)
     return n / (time.perf_counter() - started)
 
 

@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from agentrl.demo import CALCULATOR_TOOLS
+from agentrl.demo.tools import CALCULATOR_TOOLS
 
 MARKER = "build.json"
 BUILD_VERSION = 2

@@ -48,7 +48,7 @@ def make_task(rng: random.Random) -> dict[str, Any]:
 def task_row(task: dict[str, Any], system: str | None = None) -> dict[str, Any]:
     """The dataset row format: chat messages, the expected answer as a string, and the tools
     the rollout may see (so the prompt lists exactly the tools the model was warmed up on)."""
-    from agentrl.demo import CALCULATOR_TOOL_NAMES
+    from agentrl.demo.tools import CALCULATOR_TOOL_NAMES
 
     messages = [{"role": "system", "content": system}] if system else []
     messages.append({"role": "user", "content": task["question"]})

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from agentrl.demo import CALCULATOR_TOOLS
+from agentrl.demo.tools import CALCULATOR_TOOLS
 from agentrl.demo.data import compute, last_integer
 from agentrl.demo.tokenizer import IM_END
 

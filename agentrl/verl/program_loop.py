@@ -36,7 +36,7 @@ from agentrl.endpoint.tokens import TokenLedger
 from agentrl.episode import GenerationAborted
 from agentrl.record import RolloutRecord
 from agentrl.verl import parsers
-from agentrl.verl.agent_loop import sample, sampling_for
+from agentrl.verl.sampling import sample, sampling_for
 
 
 TOOL_CHOICE_TRIES = 4  # samples of one turn for tool_choice "required" or a named function before it is refused

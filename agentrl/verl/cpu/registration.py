@@ -4,7 +4,7 @@ verl imports its plugins while ``verl`` itself is being imported; the rollout mo
 so it is named here as a dotted path and a lazy loader, and imported when verl first asks for it.
 """
 
-NAME = "agentrl_cpu"
+from agentrl.verl.cpu import ROLLOUT_NAME as NAME
 
 
 def _load_replica():

@@ -20,7 +20,7 @@ from verl.workers.rollout.replica import RolloutReplica, TokenOutput
 
 from agentrl.precision import CPU_ROLLOUT_DTYPE
 from agentrl.verl.cpu.generation import Batcher, Request
-from agentrl.verl.cpu.registration import NAME
+from agentrl.verl.cpu import ROLLOUT_NAME as NAME
 
 logger = logging.getLogger(__name__)
 
