@@ -26,6 +26,8 @@ def template(name: str) -> str:
     ("qwen2.5", "qwen2.5", "hermes"), ("qwen3", "qwen3", "hermes"), ("qwen3-coder", "qwen3-coder", "qwen3_coder"),
     ("llama3.1", "llama3", "llama3_json"), ("llama3.2", "llama3", "llama3_json"), ("mistral-nemo", "mistral", "mistral"),
     ("mistral-small-3.2", "mistral-v11", "mistral"), ("gpt-oss", "gpt-oss", "gpt-oss"), ("glm-4.5", "glm-4.5", "glm"),
+    ("kimi-k2", "kimi-k2", "kimi"), ("seed-oss", "seed-oss", "seed"), ("deepseek-v3.1", "deepseek-v3", "deepseek_v3"),
+    ("granite-3.3", "granite", "granite"),
 ])
 def test_family_is_found_from_the_published_template(fixture, family, parser):
     found = detect_family(template(fixture), FAMILY_DATA[fixture]["model_type"])
