@@ -26,22 +26,36 @@ _TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
 TOOL_CALL_BLOCK = _TOOL_CALL  # a <tool_call> block, closed or running to the end of the turn
 
 
-def hermes_malformed(text: str) -> list[str]:
+def _per_block(text: str, why: Callable[[str], str | None]) -> list[str]:
+    """One reason per broken ``<tool_call>`` block (``why(body)``, and whether it is closed), so a broken call is
+    reported to the model once."""
     bad = []
-    for block in _TOOL_CALL.findall(text):
-        try:
-            call = json.loads(block)
-        except json.JSONDecodeError as exc:
-            bad.append(f"the JSON inside <tool_call> is not valid ({exc.msg} at column {exc.colno})")
-            continue
-        args = call.get("arguments") if isinstance(call, dict) else None
-        if isinstance(args, str) and args.lstrip().startswith("{"):  # an object serialized twice: read as vLLM does
-            args = json_or_none(args)
-        if not (isinstance(call, dict) and isinstance(call.get("name"), str) and isinstance(args, dict)):
-            bad.append('the JSON inside <tool_call> needs "name" (a string) and "arguments" (an object)')
-    if text.count("<tool_call>") > text.count("</tool_call>"):
-        bad.append("<tool_call> is not closed with </tool_call>")
+    for m in _TOOL_CALL.finditer(text):
+        reasons = [r for r in (why(m.group(1)),) if r]
+        if not m.group(0).endswith("</tool_call>"):
+            reasons.append("<tool_call> is not closed with </tool_call>")
+        if reasons:
+            bad.append("; ".join(reasons))
     return bad
+
+
+def _hermes_why(block: str) -> str | None:
+    try:
+        call = json.loads(block, parse_constant=refuse_constant)
+    except json.JSONDecodeError as exc:
+        return f"the JSON inside <tool_call> is not valid ({exc.msg} at column {exc.colno})"
+    except ValueError as exc:  # NaN, Infinity: Python's json reads them, JSON has no such values
+        return f"the JSON inside <tool_call> is not valid ({exc} is not JSON; write a number or a string)"
+    args = call.get("arguments") if isinstance(call, dict) else None
+    if isinstance(args, str) and args.lstrip().startswith("{"):  # an object serialized twice: read as vLLM does
+        args = json_or_none(args)
+    if not (isinstance(call, dict) and isinstance(call.get("name"), str) and isinstance(args, dict)):
+        return 'the JSON inside <tool_call> needs "name" (a string) and "arguments" (an object)'
+    return None
+
+
+def hermes_malformed(text: str) -> list[str]:
+    return _per_block(text, _hermes_why)
 
 
 # a parameter's value ends at its own </parameter>: one that runs into the next <parameter= or </function> is
@@ -102,12 +116,7 @@ def wrap_bare_functions(text: str) -> str:
 def _tagged_malformed(call: re.Pattern, how: str):
     """A finder of broken calls in a format that wraps each call's own markup in <tool_call>…</tool_call>:
     a block ``call`` does not match, or an unclosed <tool_call>; ``how`` says how a call is written."""
-    def find(text: str) -> list[str]:
-        bad = [how for block in _TOOL_CALL.findall(text) if not call.match(block)]
-        if text.count("<tool_call>") > text.count("</tool_call>"):
-            bad.append("<tool_call> is not closed with </tool_call>")
-        return bad
-    return find
+    return lambda text: _per_block(text, lambda block: None if call.match(block) else how)
 
 
 _qwen3_coder_tagged = _tagged_malformed(

@@ -19,7 +19,8 @@ left out (``agentrl.families`` reports it to the model) instead of reaching the 
 
 verl's ``qwen3_coder`` and ``glm`` parsers are kept, with one change: a ``<tool_call>`` block that
 ``agentrl.families`` finds malformed is removed before they parse, so a half-written call is reported to the model
-rather than run with whatever arguments could be salvaged.
+rather than run with whatever arguments could be salvaged. verl's ``hermes`` parser is kept too, without the calls
+whose arguments are not a JSON object (reported once, by ``agentrl.families``).
 
 The format logic lives in :mod:`agentrl.families` (verl-free); these classes only decode and adapt.
 """
@@ -29,9 +30,11 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from verl.experimental.agent_loop.tool_parser import FunctionCall, GLMToolParser, Qwen3XMLToolParser, ToolParser
+from verl.experimental.agent_loop.tool_parser import (FunctionCall, GLMToolParser, HermesToolParser, Qwen3XMLToolParser,
+                                                      ToolParser)
 
 from agentrl import callformats, families
+from agentrl.callcheck import json_arguments
 
 
 class _TextParser(ToolParser):
@@ -138,6 +141,24 @@ class _StrictBlocks:
                 lambda m: m.group(0) if not self.family.malformed(m.group(0)) else "", wrapped)
             responses_ids = self.tokenizer.encode(wrapped, add_special_tokens=False)
         return await super().extract_tool_calls(responses_ids, tools)
+
+
+@ToolParser.register("hermes")
+class StrictHermesToolParser(HermesToolParser):
+    """verl's, without the calls whose arguments are not a JSON object (``"hello"``, ``NaN``): verl hands them on,
+    where the call gate refused them a second time; ``agentrl.families`` reports each such block once."""
+
+    async def extract_tool_calls(self, responses_ids: list[int], tools: Any = None) -> tuple[str, list[FunctionCall]]:
+        text, calls = await super().extract_tool_calls(responses_ids, tools)
+        return text, [c for c in calls if _json_object(c.arguments)]
+
+
+def _json_object(arguments: str) -> bool:
+    try:
+        json_arguments(arguments)
+    except ValueError:
+        return False
+    return True
 
 
 @ToolParser.register("qwen3_coder")

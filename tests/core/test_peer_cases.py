@@ -111,6 +111,8 @@ def test_peer_case(case):
     calls, malformed, answer = read_case(case)
     for _, args in calls:  # only JSON objects reach a tool
         assert json_arguments(args) == args
+    # one report per broken call: never more reports than the calls the peer reads (one where it reads none)
+    assert len(malformed) <= max(1, len(case["calls"])), malformed
     agrees = _agrees(calls, case["calls"])
     reason = DIFFERENCES.get(_key(case))
     if reason is None:
