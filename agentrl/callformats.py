@@ -128,6 +128,30 @@ def qwen3_coder_malformed(text: str) -> list[str]:
     return _qwen3_coder_tagged(wrap_bare_functions(text))
 
 
+_QWEN3_CODER_PARAMETER = re.compile(r"<parameter=([^>\n<]+)>(" + XML_VALUE + r")</parameter>", re.DOTALL)
+
+
+def qwen3_coder_values(text: str) -> list[tuple[str, dict[str, str]]]:
+    """Each well-formed Qwen3-Coder call of the turn: its name and raw parameter values, trimmed as the format's
+    own parser trims them (one newline after ``<parameter=KEY>`` and one before ``</parameter>``; indentation
+    is part of a value)."""
+    out = []
+    for block in _TOOL_CALL.findall(wrap_bare_functions(text)):
+        call = _QWEN3_CODER_CALL.match(block)
+        if call:
+            values = {key: value.removeprefix("\n").removesuffix("\n")
+                      for key, value in _QWEN3_CODER_PARAMETER.findall(call.group(2))}
+            out.append((call.group(1), values))
+    return out
+
+
+def xml_boolean(raw: str) -> bool | str:
+    """A boolean parameter's value: ``true``/``false`` whatever its case and indentation; anything else stays
+    the text the model wrote, for the tool's own validation to answer (the peers read it as false, silently)."""
+    word = raw.strip().lower()
+    return word == "true" if word in ("true", "false") else raw
+
+
 _GLM_CALL = re.compile(r"^\s*([^<>\n]+?)\s*((?:<arg_key>[^<]*</arg_key>\s*<arg_value>.*?</arg_value>\s*)*)$", re.DOTALL)
 
 

@@ -163,7 +163,28 @@ def _json_object(arguments: str) -> bool:
 
 @ToolParser.register("qwen3_coder")
 class StrictQwen3CoderToolParser(_StrictBlocks, Qwen3XMLToolParser):
+    """Values are trimmed as Qwen3-Coder's own parser trims them (verl's does the same); a boolean parameter
+    written indented (``  true``) or in another case is read as the boolean, and one that is neither true nor
+    false reaches the tool as written, where verl (and vLLM, SGLang) turn it into ``false``."""
+
     family = families.QWEN3_CODER
+
+    async def extract_tool_calls(self, responses_ids: list[int], tools: Any = None) -> tuple[str, list[FunctionCall]]:
+        text, calls = await super().extract_tool_calls(responses_ids, tools)
+        written = callformats.qwen3_coder_values(self.tokenizer.decode(responses_ids, skip_special_tokens=False))
+        if not tools or len(written) != len(calls):
+            return text, calls
+        return text, [_with_booleans(call, name, values, tools) for call, (name, values) in zip(calls, written)]
+
+
+def _with_booleans(call: FunctionCall, name: str, values: dict[str, str], tools: Any) -> FunctionCall:
+    if call.name != name.strip():
+        return call
+    schema = next((t.function.parameters.properties for t in tools if t.function.name == call.name), {}) or {}
+    booleans = {key for key, prop in schema.items() if str(getattr(prop, "type", "")).lower() in ("boolean", "bool")}
+    arguments = json.loads(call.arguments)
+    arguments.update({key: callformats.xml_boolean(raw) for key, raw in values.items() if key in booleans})
+    return FunctionCall(name=call.name, arguments=json.dumps(arguments, ensure_ascii=False), tool_call_id=call.tool_call_id)
 
 
 @ToolParser.register("glm")
