@@ -75,6 +75,9 @@ DIFFERENCES = {
         "an id without its :N counter is read as the tool's name (the counter is optional, as vLLM's own "
         "no_functions_prefix case shows); the tool layer answers that no tool invalid.0 exists, where vLLM drops the "
         "call without a word"),
+    "TestKimiK2Detector.test_partial_tool_call": (
+        "a section cut off before <|tool_call_end|> is half-written: reported as malformed, not run (SGLang's streaming "
+        "hands on the name and the arguments so far)"),
 }
 
 
