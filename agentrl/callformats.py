@@ -290,11 +290,16 @@ def _mistral_calls(text: str) -> list[dict] | None:
             while pos < len(body) and body[pos].isspace():
                 pos += 1
         return calls
-    try:
-        listed, _ = decoder.raw_decode(body[len("[TOOL_CALLS]"):].lstrip())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"the list after [TOOL_CALLS] is not valid JSON ({exc.msg})") from None
-    listed = listed if isinstance(listed, list) else [listed]
+    listed, pos = [], 0
+    while body.startswith("[TOOL_CALLS]", pos):  # a list per [TOOL_CALLS]; other text after a list is not read
+        pos += len("[TOOL_CALLS]")
+        pos += len(body[pos:]) - len(body[pos:].lstrip())
+        try:
+            one, pos = decoder.raw_decode(body, pos)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"the list after [TOOL_CALLS] is not valid JSON ({exc.msg})") from None
+        listed += one if isinstance(one, list) else [one]
+        pos += len(body[pos:]) - len(body[pos:].lstrip())
     calls = []
     for call in listed:
         if not (isinstance(call, dict) and isinstance(call.get("name"), str) and isinstance(call.get("arguments"), dict)):

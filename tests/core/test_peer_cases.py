@@ -75,6 +75,12 @@ DIFFERENCES = {
         "an id without its :N counter is read as the tool's name (the counter is optional, as vLLM's own "
         "no_functions_prefix case shows); the tool layer answers that no tool invalid.0 exists, where vLLM drops the "
         "call without a word"),
+    "test_extract_tool_calls_pre_v11_multiple_bot_tokens_raises": (
+        "two [TOOL_CALLS] lists are two calls, as Mistral's v11 form repeats [TOOL_CALLS] before each call; vLLM's "
+        "pre-v11 reader raises and reads none (before, agentrl ran the first and dropped the second silently)"),
+    "test_extract_tool_calls_pre_v11_regex_fallback": (
+        "text between [TOOL_CALLS] and the list is not the format; the turn is reported as malformed (vLLM searches "
+        "the rest of the turn for a list)"),
     "TestKimiK2Detector.test_partial_tool_call": (
         "a section cut off before <|tool_call_end|> is half-written: reported as malformed, not run (SGLang's streaming "
         "hands on the name and the arguments so far)"),
