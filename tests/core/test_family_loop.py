@@ -11,7 +11,10 @@ documented output: a native call, then an answer with reasoning, or a broken cal
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
+import shutil
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -130,12 +133,21 @@ def run_family(tmp_path, name, replies, *, tool_parser="auto", expected="85", ma
     return loop, out, record, server
 
 
+@lru_cache(maxsize=None)
+def broken_call_answer(name: str):
+    """The rollout both tests below read: a broken call, the native call, the answer (run once per family)."""
+    call, final, _, _, broken = CASES[name]
+    run_dir = Path(tempfile.mkdtemp(prefix=f"agentrl-family-{name}-"))
+    atexit.register(shutil.rmtree, run_dir, ignore_errors=True)
+    return run_family(run_dir, name, [broken, call, final])
+
+
 @pytest.mark.parametrize("name", list(CASES))
-def test_family_through_the_loop(tmp_path, name):
+def test_family_through_the_loop(name):
     """A broken call is reported in the family's format and runs nothing; the native call runs with typed
     arguments and no spurious error; rewards get the visible answer, the reasoning kept beside it."""
     call, final, answer, reasoning, broken = CASES[name]
-    loop, out, record, server = run_family(tmp_path, name, [broken, call, final])
+    loop, out, record, server = broken_call_answer(name)
     malformed, called, last = record["trajectory"]
     assert malformed["tool_calls"] == [] and len(malformed["tool_results"]) == 1
     assert malformed["tool_results"][0]["is_error"] and loop.family.call_example in malformed["tool_results"][0]["content"]
@@ -199,14 +211,14 @@ def test_llama_pythonic_calls_through_the_loop(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["kimi-k2", "seed-oss", "deepseek-v3.1", "granite-3.3"])
-def test_the_loop_trains_exactly_the_ids_it_sampled(tmp_path, name):
+def test_the_loop_trains_exactly_the_ids_it_sampled(name):
     """Every assistant token trained (mask 1) is one the scripted model sampled, in order; the whole sequence
     is what the family's published template renders for the conversation as it was sampled (each assistant turn
     its raw text), from the question on: the template is append-only under the family's tokens."""
     call, final, _, _, broken = CASES[name]
     data = FAMILY_DATA[name]
     replies = [broken, call, final]
-    _, out, record, _ = run_family(tmp_path, name, replies)
+    _, out, record, _ = broken_call_answer(name)
     tokenizer = family_tokenizer(name)
     ends = [data["end_of_call"], data["end_of_call"], data["end_of_turn"]]
     sampled = [i for text, end in zip(replies, ends)
