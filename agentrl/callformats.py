@@ -26,22 +26,36 @@ _TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
 TOOL_CALL_BLOCK = _TOOL_CALL  # a <tool_call> block, closed or running to the end of the turn
 
 
-def hermes_malformed(text: str) -> list[str]:
+def _per_block(text: str, why: Callable[[str], str | None]) -> list[str]:
+    """One reason per broken ``<tool_call>`` block (``why(body)``, and whether it is closed), so a broken call is
+    reported to the model once."""
     bad = []
-    for block in _TOOL_CALL.findall(text):
-        try:
-            call = json.loads(block)
-        except json.JSONDecodeError as exc:
-            bad.append(f"the JSON inside <tool_call> is not valid ({exc.msg} at column {exc.colno})")
-            continue
-        args = call.get("arguments") if isinstance(call, dict) else None
-        if isinstance(args, str) and args.lstrip().startswith("{"):  # an object serialized twice: read as vLLM does
-            args = json_or_none(args)
-        if not (isinstance(call, dict) and isinstance(call.get("name"), str) and isinstance(args, dict)):
-            bad.append('the JSON inside <tool_call> needs "name" (a string) and "arguments" (an object)')
-    if text.count("<tool_call>") > text.count("</tool_call>"):
-        bad.append("<tool_call> is not closed with </tool_call>")
+    for m in _TOOL_CALL.finditer(text):
+        reasons = [r for r in (why(m.group(1)),) if r]
+        if not m.group(0).endswith("</tool_call>"):
+            reasons.append("<tool_call> is not closed with </tool_call>")
+        if reasons:
+            bad.append("; ".join(reasons))
     return bad
+
+
+def _hermes_why(block: str) -> str | None:
+    try:
+        call = json.loads(block, parse_constant=refuse_constant)
+    except json.JSONDecodeError as exc:
+        return f"the JSON inside <tool_call> is not valid ({exc.msg} at column {exc.colno})"
+    except ValueError as exc:  # NaN, Infinity: Python's json reads them, JSON has no such values
+        return f"the JSON inside <tool_call> is not valid ({exc} is not JSON; write a number or a string)"
+    args = call.get("arguments") if isinstance(call, dict) else None
+    if isinstance(args, str) and args.lstrip().startswith("{"):  # an object serialized twice: read as vLLM does
+        args = json_or_none(args)
+    if not (isinstance(call, dict) and isinstance(call.get("name"), str) and isinstance(args, dict)):
+        return 'the JSON inside <tool_call> needs "name" (a string) and "arguments" (an object)'
+    return None
+
+
+def hermes_malformed(text: str) -> list[str]:
+    return _per_block(text, _hermes_why)
 
 
 # a parameter's value ends at its own </parameter>: one that runs into the next <parameter= or </function> is
@@ -102,12 +116,7 @@ def wrap_bare_functions(text: str) -> str:
 def _tagged_malformed(call: re.Pattern, how: str):
     """A finder of broken calls in a format that wraps each call's own markup in <tool_call>…</tool_call>:
     a block ``call`` does not match, or an unclosed <tool_call>; ``how`` says how a call is written."""
-    def find(text: str) -> list[str]:
-        bad = [how for block in _TOOL_CALL.findall(text) if not call.match(block)]
-        if text.count("<tool_call>") > text.count("</tool_call>"):
-            bad.append("<tool_call> is not closed with </tool_call>")
-        return bad
-    return find
+    return lambda text: _per_block(text, lambda block: None if call.match(block) else how)
 
 
 _qwen3_coder_tagged = _tagged_malformed(
@@ -117,6 +126,30 @@ _qwen3_coder_tagged = _tagged_malformed(
 
 def qwen3_coder_malformed(text: str) -> list[str]:
     return _qwen3_coder_tagged(wrap_bare_functions(text))
+
+
+_QWEN3_CODER_PARAMETER = re.compile(r"<parameter=([^>\n<]+)>(" + XML_VALUE + r")</parameter>", re.DOTALL)
+
+
+def qwen3_coder_values(text: str) -> list[tuple[str, dict[str, str]]]:
+    """Each well-formed Qwen3-Coder call of the turn: its name and raw parameter values, trimmed as the format's
+    own parser trims them (one newline after ``<parameter=KEY>`` and one before ``</parameter>``; indentation
+    is part of a value)."""
+    out = []
+    for block in _TOOL_CALL.findall(wrap_bare_functions(text)):
+        call = _QWEN3_CODER_CALL.match(block)
+        if call:
+            values = {key: value.removeprefix("\n").removesuffix("\n")
+                      for key, value in _QWEN3_CODER_PARAMETER.findall(call.group(2))}
+            out.append((call.group(1), values))
+    return out
+
+
+def xml_boolean(raw: str) -> bool | str:
+    """A boolean parameter's value: ``true``/``false`` whatever its case and indentation; anything else stays
+    the text the model wrote, for the tool's own validation to answer (the peers read it as false, silently)."""
+    word = raw.strip().lower()
+    return word == "true" if word in ("true", "false") else raw
 
 
 _GLM_CALL = re.compile(r"^\s*([^<>\n]+?)\s*((?:<arg_key>[^<]*</arg_key>\s*<arg_value>.*?</arg_value>\s*)*)$", re.DOTALL)
@@ -257,11 +290,16 @@ def _mistral_calls(text: str) -> list[dict] | None:
             while pos < len(body) and body[pos].isspace():
                 pos += 1
         return calls
-    try:
-        listed, _ = decoder.raw_decode(body[len("[TOOL_CALLS]"):].lstrip())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"the list after [TOOL_CALLS] is not valid JSON ({exc.msg})") from None
-    listed = listed if isinstance(listed, list) else [listed]
+    listed, pos = [], 0
+    while body.startswith("[TOOL_CALLS]", pos):  # a list per [TOOL_CALLS]; other text after a list is not read
+        pos += len("[TOOL_CALLS]")
+        pos += len(body[pos:]) - len(body[pos:].lstrip())
+        try:
+            one, pos = decoder.raw_decode(body, pos)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"the list after [TOOL_CALLS] is not valid JSON ({exc.msg})") from None
+        listed += one if isinstance(one, list) else [one]
+        pos += len(body[pos:]) - len(body[pos:].lstrip())
     calls = []
     for call in listed:
         if not (isinstance(call, dict) and isinstance(call.get("name"), str) and isinstance(call.get("arguments"), dict)):

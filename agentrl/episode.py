@@ -318,8 +318,11 @@ def read_turn(family: families.Family, turn: Any, special_tokens: tuple[str, ...
     raw = text if raw is None else raw
     said = family.split(raw, special_tokens)  # rewards read the answer; the reasoning goes beside it
     calls, refused = _checked(calls)
+    # one report per broken call: the parser's failure speaks only where the format's own check found nothing
+    # (both read the same text), and calls the check finds broken never reach the parser (agentrl.verl.parsers)
+    found = family.malformed(raw)
     return ReadTurn(said.answer, said.reasoning, calls,
-                    [*getattr(turn, "parse_errors", ()), *family.malformed(raw), *refused])
+                    [*(found or getattr(turn, "parse_errors", ())), *refused])
 
 
 def _checked(calls: list) -> tuple[list, list[str]]:

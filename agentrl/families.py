@@ -187,8 +187,8 @@ DEEPSEEK_V3 = Family(
     note="the text before the tool-calls section (V3 and V3.1); the <think> block (V3.1 thinking) is sample.reasoning")
 GRANITE = Family(
     "granite", "granite", '<|tool_call|>[{"name": "TOOL", "arguments": {"KEY": VALUE}}]',
-    strip_calls=strip_blocks(r"<\|tool_call\|>.*$"), find_malformed=parsed_malformed(granite_calls),
-    note="the text before <|tool_call|>")
+    strip_calls=strip_blocks(r"(?:<\|tool_call\|>|<tool_call>).*$"), find_malformed=parsed_malformed(granite_calls),
+    note="the text before <|tool_call|> (or Granite 3.1's <tool_call>)")
 
 SMOLLM2 = Family(
     "smollm2", "smollm2", '<tool_call>[{"name": "TOOL", "arguments": {"KEY": VALUE}}]</tool_call>',

@@ -133,16 +133,20 @@ def _deepseek_calls(text: str) -> list[dict] | None:
     return calls
 
 
+_GRANITE_MARK = re.compile(r"<\|tool_call\|>|<tool_call>")
+
+
 def granite_calls(text: str) -> list[dict] | None:
-    """Granite 3.x calls: ``<|tool_call|>[{"name": ..., "arguments": {...}}, ...]``. None without ``<|tool_call|>``."""
+    """Granite 3.x calls: ``<|tool_call|>[{"name": ..., "arguments": {...}}, ...]`` (Granite 3.1 also writes the
+    marker as the text ``<tool_call>``; vLLM reads both). None without either marker."""
     return guarded(_granite_calls, text)
 
 
 def _granite_calls(text: str) -> list[dict] | None:
-    at = text.find("<|tool_call|>")
-    if at < 0:
+    mark = _GRANITE_MARK.search(text)
+    if mark is None:
         return None
-    body = text[at + len("<|tool_call|>"):].replace("<|end_of_text|>", "").strip()
+    body = text[mark.end():].replace("<|end_of_text|>", "").strip()
     try:
         listed, end = json.JSONDecoder().raw_decode(body)
     except json.JSONDecodeError as exc:

@@ -11,8 +11,9 @@ templates refuse those prefixes:
   single tool-calls at once!"), so a group of results is rendered one result at a time, each after an
   assistant making that one call.
 
-And a ChatML template on a model_type verl does not know (SmolLM2's ``llama``) gets verl's ChatML boundary, the
-newline after ``<|im_end|>`` that generation stops before.
+And a template on a model_type verl does not know that renders a newline after the token generation stops at
+(ChatML's ``<|im_end|>\n`` on SmolLM2's ``llama``, Granite's ``<|end_of_text|>\n``) gets verl's ChatML boundary
+for that token; one that renders none (Kimi K2's ``<|im_end|><|im_system|>``) keeps verl's generic builder.
 
     builder = fit_builder(loop.continuous_token_builder, family)
 """
@@ -27,18 +28,33 @@ _USER = {"role": "user", "content": "continuous token synthetic user"}
 _ASSISTANT = {"role": "assistant", "content": "continuous token synthetic assistant"}
 
 
+def _turn_end(tokenizer: Any) -> str | None:
+    """The special token the template closes an assistant turn with, when it renders a newline after it (the
+    model stops before that newline); None when it renders none, or the template cannot say."""
+    marker = "continuous token synthetic assistant"
+    try:
+        text = tokenizer.apply_chat_template([{"role": "user", "content": "u"}, {"role": "assistant", "content": marker},
+                                              {"role": "user", "content": "v"}], tokenize=False)
+    except Exception:  # noqa: BLE001 - a template that refuses this conversation: verl's builder as it is
+        return None
+    tail = text[text.find(marker) + len(marker):] if marker in text else ""
+    ends = [t for t in tokenizer.all_special_tokens if t and tail.startswith(t + "\n")]
+    return max(ends, key=len) if ends else None
+
+
 def _chatml(builder: Any) -> Any:
-    """verl's ChatML boundary (its Qwen builder) for a ChatML template on a model_type verl gives the generic
-    builder (SmolLM2 is ``llama``): the template renders ``<|im_end|>\n`` after each turn and the model stops at
-    ``<|im_end|>``, so without it the newline is dropped before every appended tool or user turn, and the model
-    trains on a sequence its template never renders."""
+    """verl's ChatML boundary (its Qwen builder) for a template on a model_type verl gives the generic builder
+    (SmolLM2 is ``llama``, Granite ``granite``) that renders a newline after its end-of-turn token: the model stops
+    at the token, so without it the newline is dropped before every appended tool or user turn, and the model
+    trains on a sequence its template never renders. The token and the newline are read from the template."""
     from verl.utils.tokenizer.continuous_token import ContinuousTokenBuilder, QwenContinuousTokenBuilder
 
     tokenizer = builder.tokenizer
-    if type(builder) is not ContinuousTokenBuilder or "<|im_end|>" not in (tokenizer.chat_template or ""):
+    if type(builder) is not ContinuousTokenBuilder:
         return type(builder)
+    end_token = _turn_end(tokenizer)
     newline = tokenizer.encode("\n", add_special_tokens=False)
-    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    end = tokenizer.convert_tokens_to_ids(end_token) if end_token else None
     if len(newline) != 1 or end is None or end == tokenizer.unk_token_id:
         return type(builder)
     builder._newline_id, builder._im_end_id = newline[0], end

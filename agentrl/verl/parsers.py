@@ -19,7 +19,8 @@ left out (``agentrl.families`` reports it to the model) instead of reaching the 
 
 verl's ``qwen3_coder`` and ``glm`` parsers are kept, with one change: a ``<tool_call>`` block that
 ``agentrl.families`` finds malformed is removed before they parse, so a half-written call is reported to the model
-rather than run with whatever arguments could be salvaged.
+rather than run with whatever arguments could be salvaged. verl's ``hermes`` parser is kept too, without the calls
+whose arguments are not a JSON object (reported once, by ``agentrl.families``).
 
 The format logic lives in :mod:`agentrl.families` (verl-free); these classes only decode and adapt.
 """
@@ -29,9 +30,11 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from verl.experimental.agent_loop.tool_parser import FunctionCall, GLMToolParser, Qwen3XMLToolParser, ToolParser
+from verl.experimental.agent_loop.tool_parser import (FunctionCall, GLMToolParser, HermesToolParser, Qwen3XMLToolParser,
+                                                      ToolParser)
 
 from agentrl import callformats, families
+from agentrl.callcheck import json_arguments
 
 
 class _TextParser(ToolParser):
@@ -140,9 +143,48 @@ class _StrictBlocks:
         return await super().extract_tool_calls(responses_ids, tools)
 
 
+@ToolParser.register("hermes")
+class StrictHermesToolParser(HermesToolParser):
+    """verl's, without the calls whose arguments are not a JSON object (``"hello"``, ``NaN``): verl hands them on,
+    where the call gate refused them a second time; ``agentrl.families`` reports each such block once."""
+
+    async def extract_tool_calls(self, responses_ids: list[int], tools: Any = None) -> tuple[str, list[FunctionCall]]:
+        text, calls = await super().extract_tool_calls(responses_ids, tools)
+        return text, [c for c in calls if _json_object(c.arguments)]
+
+
+def _json_object(arguments: str) -> bool:
+    try:
+        json_arguments(arguments)
+    except ValueError:
+        return False
+    return True
+
+
 @ToolParser.register("qwen3_coder")
 class StrictQwen3CoderToolParser(_StrictBlocks, Qwen3XMLToolParser):
+    """Values are trimmed as Qwen3-Coder's own parser trims them (verl's does the same); a boolean parameter
+    written indented (``  true``) or in another case is read as the boolean, and one that is neither true nor
+    false reaches the tool as written, where verl (and vLLM, SGLang) turn it into ``false``."""
+
     family = families.QWEN3_CODER
+
+    async def extract_tool_calls(self, responses_ids: list[int], tools: Any = None) -> tuple[str, list[FunctionCall]]:
+        text, calls = await super().extract_tool_calls(responses_ids, tools)
+        written = callformats.qwen3_coder_values(self.tokenizer.decode(responses_ids, skip_special_tokens=False))
+        if not tools or len(written) != len(calls):
+            return text, calls
+        return text, [_with_booleans(call, name, values, tools) for call, (name, values) in zip(calls, written)]
+
+
+def _with_booleans(call: FunctionCall, name: str, values: dict[str, str], tools: Any) -> FunctionCall:
+    if call.name != name.strip():
+        return call
+    schema = next((t.function.parameters.properties for t in tools if t.function.name == call.name), {}) or {}
+    booleans = {key for key, prop in schema.items() if str(getattr(prop, "type", "")).lower() in ("boolean", "bool")}
+    arguments = json.loads(call.arguments)
+    arguments.update({key: callformats.xml_boolean(raw) for key, raw in values.items() if key in booleans})
+    return FunctionCall(name=call.name, arguments=json.dumps(arguments, ensure_ascii=False), tool_call_id=call.tool_call_id)
 
 
 @ToolParser.register("glm")

@@ -26,6 +26,8 @@ def template(name: str) -> str:
     ("qwen2.5", "qwen2.5", "hermes"), ("qwen3", "qwen3", "hermes"), ("qwen3-coder", "qwen3-coder", "qwen3_coder"),
     ("llama3.1", "llama3", "llama3_json"), ("llama3.2", "llama3", "llama3_json"), ("mistral-nemo", "mistral", "mistral"),
     ("mistral-small-3.2", "mistral-v11", "mistral"), ("gpt-oss", "gpt-oss", "gpt-oss"), ("glm-4.5", "glm-4.5", "glm"),
+    ("kimi-k2", "kimi-k2", "kimi"), ("seed-oss", "seed-oss", "seed"), ("deepseek-v3.1", "deepseek-v3", "deepseek_v3"),
+    ("granite-3.3", "granite", "granite"),
 ])
 def test_family_is_found_from_the_published_template(fixture, family, parser):
     found = detect_family(template(fixture), FAMILY_DATA[fixture]["model_type"])
@@ -174,3 +176,13 @@ def test_data_check_reports_the_models_format_and_what_its_template_cannot_expre
     assert (any(warned in w for w in template_warnings) if warned else template_warnings == [])
     assert main(["data", "check", "--config", str(config)]) == 0
     assert f"model format: {family} (parser {fmt['parser']}, from the chat template" in capsys.readouterr().out
+
+
+def test_mistral_reads_every_tool_calls_list_and_ignores_trailing_text():
+    """A second [TOOL_CALLS] list was dropped without a word; text after the last list is not read (as vLLM)."""
+    two = '[TOOL_CALLS] [{"name": "add", "arguments":{"a": 1}}][TOOL_CALLS] [{"name": "sub", "arguments":{"b": 2}}]'
+    assert [(c["name"], c["arguments"]) for c in families.mistral_calls(two)] == [("add", {"a": 1}), ("sub", {"b": 2})]
+    trailing = '[TOOL_CALLS] [{"name": "add", "arguments": {"a": 1}}]\nextra trailing data'
+    assert [c["name"] for c in families.mistral_calls(trailing)] == ["add"]
+    with pytest.raises(ValueError, match="not valid JSON"):
+        families.mistral_calls('[TOOL_CALLS] [{"name": "add", "arguments": {"a": 1}}][TOOL_CALLS] [{"name": ')

@@ -11,7 +11,10 @@ documented output: a native call, then an answer with reasoning, or a broken cal
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
+import shutil
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -58,6 +61,23 @@ CASES = {
                 "\n<think>The tool said 85, not 84.</think>\nThe answer is 85.", "The answer is 85.",
                 "The tool said 85, not 84.",
                 "\n<think></think>\n<tool_call>add\n<arg_key>a</arg_key>\n<arg_key>b</arg_key>\n</tool_call>"),
+    "kimi-k2": ("<|tool_calls_section_begin|><|tool_call_begin|>functions.add:0<|tool_call_argument_begin|>"
+                '{"a": 37, "b": 48}<|tool_call_end|><|tool_calls_section_end|>',
+                "The answer is 85.", "The answer is 85.", "",
+                "<|tool_calls_section_begin|><|tool_call_begin|>functions.add:0<|tool_call_argument_begin|>"
+                '{"a": 37, "b": }<|tool_call_end|><|tool_calls_section_end|>'),
+    "seed-oss": ("<seed:think>I should add them.</seed:think><seed:tool_call>\n<function=add>\n<parameter=a>37</parameter>\n"
+                 "<parameter=b>48</parameter>\n</function>\n</seed:tool_call>",
+                 "<seed:think>The tool said 85, not 84.</seed:think>The answer is 85.", "The answer is 85.",
+                 "The tool said 85, not 84.",
+                 "<seed:tool_call>\n<function=add>\n<parameter=a>37\n<parameter=b>48</parameter>\n</function>\n"
+                 "</seed:tool_call>"),
+    "deepseek-v3.1": ('<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>add<｜tool▁sep｜>{"a": 37, "b": 48}<｜tool▁call▁end｜>'
+                      "<｜tool▁calls▁end｜>", "The answer is 85.", "The answer is 85.", "",
+                      '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>add<｜tool▁sep｜>{"a": 37, "b": 48<｜tool▁call▁end｜>'
+                      "<｜tool▁calls▁end｜>"),
+    "granite-3.3": ('<|tool_call|>[{"name": "add", "arguments": {"a": 37, "b": 48}}]', "The answer is 85.",
+                    "The answer is 85.", "", '<|tool_call|>[{"name": "add", "arguments": {"a": 37, "b": 48}]'),
 }
 
 
@@ -113,12 +133,21 @@ def run_family(tmp_path, name, replies, *, tool_parser="auto", expected="85", ma
     return loop, out, record, server
 
 
+@lru_cache(maxsize=None)
+def broken_call_answer(name: str):
+    """The rollout both tests below read: a broken call, the native call, the answer (run once per family)."""
+    call, final, _, _, broken = CASES[name]
+    run_dir = Path(tempfile.mkdtemp(prefix=f"agentrl-family-{name}-"))
+    atexit.register(shutil.rmtree, run_dir, ignore_errors=True)
+    return run_family(run_dir, name, [broken, call, final])
+
+
 @pytest.mark.parametrize("name", list(CASES))
-def test_family_through_the_loop(tmp_path, name):
+def test_family_through_the_loop(name):
     """A broken call is reported in the family's format and runs nothing; the native call runs with typed
     arguments and no spurious error; rewards get the visible answer, the reasoning kept beside it."""
     call, final, answer, reasoning, broken = CASES[name]
-    loop, out, record, server = run_family(tmp_path, name, [broken, call, final])
+    loop, out, record, server = broken_call_answer(name)
     malformed, called, last = record["trajectory"]
     assert malformed["tool_calls"] == [] and len(malformed["tool_results"]) == 1
     assert malformed["tool_results"][0]["is_error"] and loop.family.call_example in malformed["tool_results"][0]["content"]
@@ -179,3 +208,33 @@ def test_llama_pythonic_calls_through_the_loop(tmp_path):
     call = record["trajectory"][0]["tool_calls"][0]
     assert (call["name"], call["arguments"]) == ("add", {"a": 37, "b": 48})
     assert record["trajectory"][0]["tool_results"][0]["content"].strip() == "85" and out.reward_score == 1.0
+
+
+@pytest.mark.parametrize("name", ["kimi-k2", "seed-oss", "deepseek-v3.1", "granite-3.3"])
+def test_the_loop_trains_exactly_the_ids_it_sampled(name):
+    """Every assistant token trained (mask 1) is one the scripted model sampled, in order; the whole sequence
+    is what the family's published template renders for the conversation as it was sampled (each assistant turn
+    its raw text), from the question on: the template is append-only under the family's tokens."""
+    call, final, _, _, broken = CASES[name]
+    data = FAMILY_DATA[name]
+    replies = [broken, call, final]
+    _, out, record, _ = broken_call_answer(name)
+    tokenizer = family_tokenizer(name)
+    ends = [data["end_of_call"], data["end_of_call"], data["end_of_turn"]]
+    sampled = [i for text, end in zip(replies, ends)
+               for i in tokenizer.encode(text, add_special_tokens=False) + [tokenizer.convert_tokens_to_ids(end)]]
+    assert [t for t, m in zip(out.response_ids, out.response_mask) if m == 1] == sampled
+    assert len(out.response_logprobs) == len(out.response_ids)
+
+    results = [step["tool_results"][0]["content"] for step in record["trajectory"][:2]]
+    conversation = [{"role": "user", "content": "What is 37 + 48?"},
+                    {"role": "assistant", "content": broken}, {"role": "tool", "content": results[0]},
+                    {"role": "assistant", "content": call}, {"role": "tool", "content": results[1]},
+                    {"role": "assistant", "content": final}]
+    ids = list(out.prompt_ids) + list(out.response_ids)
+    rendered = tokenizer.decode(ids, skip_special_tokens=False)
+    reference = tokenizer.apply_chat_template(conversation, tokenize=False)
+    question = "What is 37 + 48?"
+    assert rendered.count(question) == 1 and "malformed tool call" in results[0] and results[1].strip() == "85"
+    assert rendered[rendered.index(question):] == reference[reference.index(question):].rstrip("\n")
+    assert tokenizer.encode(rendered, add_special_tokens=False) == ids
