@@ -226,7 +226,7 @@ def resolve_paths(settings: AgentrlSettings, base: Path) -> None:
         settings.tools = _under(base, settings.tools)
     if settings.agent.program and settings.agent.program.endswith(".py"):
         settings.agent.program = _under(base, settings.agent.program)
-    from agentrl.rewards.loading import looks_like_path
+    from agentrl.rewards.resolve import looks_like_path
 
     rewards = []
     for entry in settings.rewards:

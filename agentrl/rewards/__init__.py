@@ -22,7 +22,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentrl.rewards.errors import Unscorable
-from agentrl.rewards.loading import Reward, RewardConfigError, load_reward
+from agentrl.rewards.errors import RewardConfigError
+from agentrl.rewards.loading import Reward
+from agentrl.rewards.resolve import load_reward
 from agentrl.rewards.rewardset import RewardSet, ScoreResult
 
 # Modules a preset file (and so a file written by `agentrl reward new`) imports when it runs in the sandbox.

@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from agentrl.rewards.errors import Unscorable
-from agentrl.rewards.loading import RewardConfigError
+from agentrl.rewards.errors import RewardConfigError
 
 _FIELD = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 _PATH = re.compile(r"^(item|sample)((?:\.[A-Za-z_][\w-]*)+)$")

@@ -22,18 +22,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from agentrl.deadline import DeadlineExceeded, acall_with_deadline, call_with_deadline
-from agentrl.errors import AgentrlError
-from agentrl.rewards.errors import Unscorable
+from agentrl.rewards.errors import RewardConfigError, Unscorable
 from agentrl.trajectory import as_item, as_sample, unwrap
 
 DEFAULT_TIMEOUT = 30.0
 MAX_ABS = 1e6
 # Options load_reward itself uses; every other option goes to grade() as a keyword argument.
 LOADER_OPTIONS = ("env", "network", "timeout", "memory_mb", "read_paths")
-
-
-class RewardConfigError(AgentrlError, ValueError):
-    """A reward spec or its options are wrong; raised when the reward is loaded, not when it runs."""
 
 
 def check_value(name: str, value: Any) -> float | None:
@@ -238,7 +233,7 @@ def check_source(source: str, filename: str, network: bool, where: str) -> None:
                                 f"which the sandbox does not allow{hint}; allowed: {', '.join(sorted(ALLOWED_IMPORTS))}")
 
 
-def _sandboxed(name: str, path: Path, options: dict) -> Reward:
+def sandboxed_reward(name: str, path: Path, options: dict) -> Reward:
     try:
         source = path.read_text()
     except OSError as exc:
@@ -271,7 +266,7 @@ def _sandboxed(name: str, path: Path, options: dict) -> Reward:
     return Reward(name, grade, env=env, timeout=timeout + 5.0, origin=str(path), version=version, sandboxed=True)
 
 
-def _in_process(name: str, fn: Callable, origin: str, options: dict) -> Reward:
+def in_process_reward(name: str, fn: Callable, origin: str, options: dict) -> Reward:
     module = inspect.getmodule(fn)
     params = inspect.signature(fn).parameters
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
@@ -294,60 +289,3 @@ def _in_process(name: str, fn: Callable, origin: str, options: dict) -> Reward:
     timeout = float(timeout)
     return Reward(name, fn, options=kwargs, env=env, timeout=timeout, origin=origin, version=version,
                   runs_model_code=bool(getattr(module, "RUNS_MODEL_CODE", False)))
-
-
-def _identical_preset(path: Path) -> Callable | None:
-    """The registered grade() whose preset file ``path`` reproduces byte for byte. Only callables qualify:
-    a preset registered as a path (``custom``) is sandboxed code itself."""
-    from agentrl import plugins
-
-    try:
-        text = path.read_bytes()
-    except OSError:
-        return None
-    for entry in plugins.rewards().values():
-        source = entry.extra.get("source")
-        if source and callable(entry.value) and Path(source).read_bytes() == text:
-            return entry.value
-    return None
-
-
-def looks_like_path(spec: str) -> bool:
-    return spec.endswith(".py") or "/" in spec or os.sep in spec
-
-
-def load_reward(spec: Any, *, where: str = "", **options: Any) -> Reward:
-    """A reward from a preset or plugin name ("math"), a path to a ``.py`` file, a callable, or an OpenAI
-    grader (a dict with a ``type``, or a ``.json`` file holding one; see :mod:`agentrl.rewards.graders`).
-
-    >>> reward = load_reward("math")
-    >>> reward({"final_answer": "so \\\\boxed{7}"}, {"metadata": {"expected_answer": "7"}})
-    1.0
-    """
-    from agentrl.rewards.graders import is_grader, load_grader
-
-    if is_grader(spec):  # an OpenAI grader dict, or a .json file holding one
-        return load_grader(spec, where=where, **options)
-    if callable(spec):
-        name = getattr(spec, "__name__", "reward")
-        return _in_process(name, spec, f"callable {getattr(spec, '__module__', '?')}.{name}", options)
-    if not isinstance(spec, str) or not spec:
-        raise RewardConfigError(f"reward spec must be a name, a .py path or a callable, got {spec!r}")
-    if looks_like_path(spec):
-        path = Path(spec).expanduser()
-        if not path.is_file():
-            raise RewardConfigError(f"reward file {spec!r} not found (looked in {Path.cwd()}); check the path")
-        trusted = _identical_preset(path)
-        if trusted is not None:  # byte-for-byte a built-in preset: exactly as trusted as the preset itself
-            return _in_process(path.stem, trusted, f"{path} (identical to a built-in preset)", options)
-        return _sandboxed(path.stem, path.resolve(), options)
-    from agentrl import plugins
-
-    table = plugins.rewards()
-    if spec not in table:
-        raise plugins.unknown_name_error("reward", spec, list(table), where)
-    entry = table[spec]
-    origin = f"plugin {entry.plugin} ({entry.distribution})"
-    if isinstance(entry.value, (str, os.PathLike)):
-        return _sandboxed(spec, Path(entry.value), options)
-    return _in_process(spec, entry.value, origin, options)

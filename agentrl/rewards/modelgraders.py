@@ -22,10 +22,10 @@ import time
 from typing import Any
 
 from agentrl.rewards.errors import Unscorable
-from agentrl.rewards.graders import Grader
+from agentrl.rewards.graderbase import Grader
 from agentrl.rewards.gradertemplate import Template
 from agentrl.rewards.judge import chat_sync
-from agentrl.rewards.loading import RewardConfigError
+from agentrl.rewards.errors import RewardConfigError
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _SAMPLING = ("temperature", "max_tokens", "max_completions_tokens", "top_p", "seed", "reasoning_effort")

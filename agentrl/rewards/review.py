@@ -29,7 +29,7 @@ from typing import Any
 
 from agentrl.errors import AgentrlError
 from agentrl.rewards.controls import adversarial_answers, negative_controls, reference_of  # noqa: F401 (re-exported)
-from agentrl.rewards.loading import RewardConfigError
+from agentrl.rewards.errors import RewardConfigError
 from agentrl.trajectory import as_item, make_sample, make_step
 
 DEFAULT_THRESHOLD = 0.5

@@ -18,7 +18,9 @@ from typing import Any
 
 from agentrl.deadline import call_with_deadline
 from agentrl.rewards.errors import Unscorable
-from agentrl.rewards.loading import Reward, RewardConfigError, load_reward, looks_like_path
+from agentrl.rewards.errors import RewardConfigError
+from agentrl.rewards.loading import Reward
+from agentrl.rewards.resolve import load_reward, looks_like_path
 from agentrl.rewards.turns import TurnScores, combine
 
 
