@@ -46,8 +46,9 @@ class _Pool:
 
 
 class LeaseTable:
-    def __init__(self, lease_s: float = DEFAULT_LEASE_S, clock=time.monotonic) -> None:
+    def __init__(self, lease_s: float = DEFAULT_LEASE_S, clock=time.monotonic, idle_exit_s: float = IDLE_EXIT_S) -> None:
         self.lease_s = lease_s
+        self.idle_exit_s = idle_exit_s
         self._clock = clock
         self.pools: dict[str, _Pool] = {}
         self.leases: dict[str, tuple[str, str]] = {}  # lease id -> (server, holder)
@@ -157,7 +158,7 @@ class LeaseTable:
         return taken
 
     def idle(self) -> bool:
-        return not self.leases and not self.holders and self._clock() - self.last_activity > IDLE_EXIT_S
+        return not self.leases and not self.holders and self._clock() - self.last_activity > self.idle_exit_s
 
     def stats(self) -> dict:
         return {"lease_s": self.lease_s, "holders": len(self.holders), "servers": {
@@ -169,8 +170,8 @@ class LeaseTable:
 class RunLimiter:
     """The Ray actor around a :class:`LeaseTable` (async: one event loop serves every process's requests)."""
 
-    def __init__(self, lease_s: float = DEFAULT_LEASE_S) -> None:
-        self.table = LeaseTable(lease_s)
+    def __init__(self, lease_s: float = DEFAULT_LEASE_S, idle_exit_s: float = IDLE_EXIT_S) -> None:
+        self.table = LeaseTable(lease_s, idle_exit_s=idle_exit_s)
         self._reaper: asyncio.Task | None = None
 
     def _watch(self) -> None:
@@ -181,10 +182,11 @@ class RunLimiter:
         while True:
             await asyncio.sleep(self.table.lease_s / 5)
             self.table.expire()
-            if self.table.idle():
+            if self.table.idle():  # no process of the run is left: a detached actor must end itself
                 import ray
 
-                ray.actor.exit_actor()
+                ray.kill(ray.get_runtime_context().current_actor)
+                return
 
     async def ping(self) -> float:
         self._watch()

@@ -128,6 +128,8 @@ class RunLimits:
                 raise self._unreachable(server, f"{type(exc).__name__}: {exc}") from exc
             self._actor = actor
             self._beat = asyncio.create_task(self._heartbeat(), name="agentrl-tool-limits-heartbeat")
+            print(f"agentrl: tool limits for the whole run: process {os.getpid()} on {socket.gethostname()} uses "
+                  f"{self.name!r} (lease {self.lease_s:g}s)", file=sys.stderr, flush=True)
 
     async def acquire(self, spec: ServerSpec) -> str:
         """A lease on one slot of ``spec``'s server (and its token, waited for here)."""

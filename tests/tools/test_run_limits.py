@@ -208,3 +208,20 @@ def test_rollout_workers_sets_verls_agent_loop_processes(tmp_path):
     assert workers() == 1 and workers(rollout_workers=3) == 3
     with pytest.raises(Exception, match="rollout_workers"):
         AgentrlSettings(model="m", train_data="t.jsonl", rewards=["math"], rollout_workers=0)
+
+
+def test_the_limiter_ends_itself_once_no_process_has_used_it_for_a_while(ray_address):
+    from agentrl.tools.leases import actor_class
+
+    name = actor_name("idle")
+    actor = actor_class().options(name=name, namespace=NAMESPACE, lifetime="detached").remote(0.5, idle_exit_s=1.0)
+    ray.get(actor.heartbeat.remote("a-process"))  # a holder, silent from now on
+
+    def gone():
+        try:
+            ray.get_actor(name, namespace=NAMESPACE)
+        except ValueError:
+            return True
+        return False
+
+    _until(gone, "the idle limiter gone", 60)

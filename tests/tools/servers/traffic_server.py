@@ -3,8 +3,9 @@ heavy-tailed latency, and pushes back (429 / 503 with Retry-After) when told to.
 --port N [--p50 0.4 --p99 4 --p429 0.1 --retry-after 1]``.
 
     POST /tool   {"arguments": {...}, "call_id": "c0"}  ->  {"output": "ok <call_id>", "call_id": "c0"}
-    GET  /stats  ->  {"calls", "in_flight", "peak", "pushed_back", "answered", "times": {call_id: [t, ...]}}
-    POST /reset  ->  counters back to 0
+    POST /add, /subtract, /multiply  {"arguments": {"a": 2, "b": 3}}  ->  {"output": "5"}  (the demo model's tools)
+    GET  /stats  ->  {"calls", "in_flight", "peak", "pushed_back", "answered", "times": {call_id: [t, ...]},
+                      "route_peak": {route: most calls at once}}  (each route is a tool, a server of its own)
 
 Latency: log-normal with the given median and 99th percentile (``--p50 0.4 --p99 4``: 400 ms and 4 s).
 Push-back: each call is answered 429 with probability ``--p429`` (``Retry-After: --retry-after``). A call can
@@ -32,7 +33,8 @@ STATE: dict = {}
 
 
 def _reset() -> None:
-    STATE.update(calls=0, in_flight=0, peak=0, pushed_back=0, answered=0, times=defaultdict(list))
+    STATE.update(calls=0, in_flight=0, peak=0, pushed_back=0, answered=0, times=defaultdict(list),
+                 route_in_flight=defaultdict(int), route_peak=defaultdict(int))
 
 
 _reset()
@@ -46,14 +48,19 @@ def latency() -> float:
     return random.lognormvariate(math.log(p50), sigma)
 
 
-@app.post("/tool")
-async def tool(request: Request):
+OPS = {"add": lambda a, b: a + b, "subtract": lambda a, b: a - b, "multiply": lambda a, b: a * b}
+
+
+@app.post("/{name}")
+async def tool(name: str, request: Request):
     body = await request.json()
     args, call_id = body.get("arguments") or {}, str(body.get("call_id"))
     STATE["calls"] += 1
     STATE["times"][call_id].append(time.time())
     STATE["in_flight"] += 1
     STATE["peak"] = max(STATE["peak"], STATE["in_flight"])
+    STATE["route_in_flight"][name] += 1
+    STATE["route_peak"][name] = max(STATE["route_peak"][name], STATE["route_in_flight"][name])
     try:
         if len(STATE["times"][call_id]) <= int(args.get("fail", 0)):
             STATE["pushed_back"] += 1
@@ -64,20 +71,21 @@ async def tool(request: Request):
             STATE["pushed_back"] += 1
             return JSONResponse({"error": "slow down"}, status_code=429, headers={"Retry-After": OPTIONS["retry_after"]})
         STATE["answered"] += 1
+        if name in OPS:
+            try:
+                return {"output": str(OPS[name](args["a"], args["b"])), "call_id": call_id}
+            except (KeyError, TypeError) as exc:
+                return {"output": None, "error": f"{name} needs numbers a and b ({exc})", "call_id": call_id}
         return {"output": f"ok {call_id}", "call_id": call_id}
     finally:
         STATE["in_flight"] -= 1
+        STATE["route_in_flight"][name] -= 1
 
 
 @app.get("/stats")
 async def stats():
-    return {**STATE, "times": dict(STATE["times"])}
-
-
-@app.post("/reset")
-async def reset():
-    _reset()
-    return {"ok": True}
+    return {**STATE, "times": dict(STATE["times"]), "route_in_flight": dict(STATE["route_in_flight"]),
+            "route_peak": dict(STATE["route_peak"])}
 
 
 if __name__ == "__main__":
