@@ -26,7 +26,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 DEFAULT_LEASE_S = 15.0
-IDLE_EXIT_S = 600.0  # the actor ends itself after this long with no holder and no lease
+IDLE_EXIT_S = 30.0  # the actor ends itself after this long with no holder and no lease (every process gone)
 
 
 class LimitMismatch(ValueError):
@@ -188,8 +188,11 @@ class RunLimiter:
                 ray.kill(ray.get_runtime_context().current_actor)
                 return
 
-    async def ping(self) -> float:
+    async def ping(self, holder: str | None = None) -> float:
+        """The lease time; with ``holder``, its first heartbeat (so that the actor is not idle from then on)."""
         self._watch()
+        if holder is not None:
+            self.table.heartbeat(holder)
         return self.table.lease_s
 
     async def acquire(self, server: str, cap: int, rate: float | None, holder: str, lease_id: str) -> float:

@@ -9,8 +9,10 @@ together, when the process runs on Ray and its hub was given the run's key (verl
 one Ray actor per run (``agentrl-tool-limits-<hash of the run directory>``, namespace ``agentrl``) lends
 slots and tokens as leases (:mod:`agentrl.tools.leases`). Each process heartbeats every ``lease_s / 5``; a
 process killed with ``kill -9`` gives its slots back ``lease_s`` (``AGENTRL_TOOL_LEASE_S``, default 15 s) after
-its last heartbeat. A process that cannot reach the actor does not go on unlimited: each call fails as
-infrastructure (``ToolInfraError`` kind ``limiter``, the rollout unscorable) saying why. ``"limit_scope":
+its last heartbeat. A process that cannot reach the actor does not go on unlimited: the call fails as
+infrastructure (``ToolInfraError`` kind ``limiter``, the rollout unscorable) saying why, and the next call
+looks the actor up again (making a new one if it is gone). The actor is detached, so that a killed worker does
+not take it along, and ends itself 30 s after the last process of the run stopped heartbeating. ``"limit_scope":
 "process"``, or a process without Ray (the local engine, a test), limits each process on its own (an
 ``asyncio.Semaphore`` and aiolimiter's token bucket): N processes then send up to N x ``max_concurrency``.
 """
@@ -121,7 +123,7 @@ class RunLimits:
             try:
                 actor = actor_class().options(name=self.name, namespace=NAMESPACE, lifetime="detached",
                                               get_if_exists=True).remote(self.lease_s)
-                self.lease_s = await asyncio.wait_for(_awaitable(actor.ping.remote()), CONNECT_TIMEOUT_S)
+                self.lease_s = await asyncio.wait_for(_awaitable(actor.ping.remote(self.holder)), CONNECT_TIMEOUT_S)
             except asyncio.TimeoutError:
                 raise self._unreachable(server, f"no answer within {CONNECT_TIMEOUT_S:g}s") from None
             except Exception as exc:
@@ -135,9 +137,9 @@ class RunLimits:
         """A lease on one slot of ``spec``'s server (and its token, waited for here)."""
         if self._actor is None:
             await self.connect(spec.name)
-        lease = uuid.uuid4().hex
+        actor, lease = self._actor, uuid.uuid4().hex
         try:
-            wait = await _awaitable(self._actor.acquire.remote(spec.name, spec.max_concurrency, spec.rate_limit,
+            wait = await _awaitable(actor.acquire.remote(spec.name, spec.max_concurrency, spec.rate_limit,
                                                                self.holder, lease))
             if wait > 0:
                 await asyncio.sleep(wait)
@@ -151,6 +153,7 @@ class RunLimits:
 
             if isinstance(cause, LimitMismatch):
                 raise ToolConfigError(str(cause)) from None
+            await self._forget()  # this call fails; the next one looks for the run's limiter again
             raise self._unreachable(spec.name, f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}") from exc
         return lease
 
@@ -177,6 +180,16 @@ class RunLimits:
                 print(f"agentrl: the run-wide tool limiter took back {lost} slot(s) of this process (pid {os.getpid()}), "
                       f"silent for more than its lease of {self.lease_s:g}s: calls still running in them went over the "
                       f"cap. A process this busy needs a longer lease: AGENTRL_TOOL_LEASE_S", file=sys.stderr, flush=True)
+
+    async def _forget(self) -> None:
+        """Drop a limiter that did not answer: the next call looks it up again by name, and makes a new one if it
+        is gone (one that ended itself, idle, between two attempts of a run; or one lost with its node, when the
+        calls other processes still have in flight are unknown to the new one until they end)."""
+        async with self._lock:
+            self._actor = None
+            beat, self._beat = self._beat, None
+        if beat is not None and beat is not asyncio.current_task():
+            beat.cancel()
 
     async def stats(self) -> dict:
         if self._actor is None:

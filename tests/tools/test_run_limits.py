@@ -168,6 +168,12 @@ def test_a_process_that_loses_the_limiter_fails_its_calls_clearly_and_never_goes
                 ray.kill(ray.get_actor(actor_name("lost"), namespace=NAMESPACE))
                 with pytest.raises(ToolInfraError) as err:
                     await session.call({"id": "b", "name": "tool", "arguments": {}})
+                # the next call looks the limiter up again: a new one, limiting as before
+                third = await session.call({"id": "c", "name": "tool", "arguments": {}})
+                assert third.content == "ok c"
+                stats = await hub.run_limits.stats()
+                assert stats["servers"]["tool"]["granted"] == 1 and stats["servers"]["tool"]["max_concurrency"] == 2
+                ray.kill(ray.get_actor(actor_name("lost"), namespace=NAMESPACE))
                 return err.value
         finally:
             await hub.aclose()
@@ -180,7 +186,7 @@ def test_a_process_that_loses_the_limiter_fails_its_calls_clearly_and_never_goes
     assert error.kind == "limiter"
     text = str(error)
     assert actor_name("lost") in text and "namespace 'agentrl'" in text and '"limit_scope": "process"' in text
-    assert calls == 1  # the second call never went out
+    assert calls == 2  # the second call never went out (the first and third did)
 
 
 def test_a_hub_without_a_run_key_limits_its_own_process(ray_address):
