@@ -91,10 +91,11 @@ async def stats():
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--host", default="127.0.0.1")  # another only for a test cluster's own host address
     parser.add_argument("--p50", type=float, default=0.0)
     parser.add_argument("--p99", type=float, default=0.0)
     parser.add_argument("--p429", type=float, default=0.0)
     parser.add_argument("--retry-after", default="1")
     a = parser.parse_args()
     OPTIONS.update(p50=a.p50, p99=a.p99, p429=a.p429, retry_after=a.retry_after)
-    uvicorn.run(app, host="127.0.0.1", port=a.port, log_level="warning", backlog=4096)
+    uvicorn.run(app, host=a.host, port=a.port, log_level="warning", backlog=4096)
