@@ -64,10 +64,41 @@ class Caller:
             await hub.aclose()
         return {"node": ray.get_runtime_context().get_node_id(), "results": results}
 
+@ray.remote(num_cpus=0)
+class Holder:
+    async def start(self):
+        from agentrl.tools import ToolHub
+        self.hub = ToolHub.from_config(cfg["hold"], run_key=cfg["key"])
+        async def hold(i):
+            async with self.hub.rollout(f"h{i}") as session:
+                await session.call({"id": f"hold-{i}", "name": "hold", "arguments": {"sleep": 600}})
+        self.tasks = [asyncio.create_task(hold(i)) for i in range(2)]
+        return os.getpid()
+
 nodes = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
-callers = [Caller.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False)).remote() for n in nodes]
+where = [NodeAffinitySchedulingStrategy(n, soft=False) for n in nodes]
+# kill -9 of a process on the other node holding 2 slots: they come back within the lease
+holder = Holder.options(scheduling_strategy=where[-1]).remote()
+pid = ray.get(holder.start.remote())
+import time
+limiter, end = None, time.monotonic() + 120
+while time.monotonic() < end:
+    try:
+        limiter = limiter or ray.get_actor(cfg["actor"], namespace="agentrl")
+        if ray.get(limiter.stats.remote())["servers"].get("hold", {}).get("in_use") == 2:
+            break
+    except ValueError:
+        pass
+    time.sleep(0.2)
+held = ray.get(limiter.stats.remote())
+os.kill(pid, 9)
+killed = time.monotonic()
+while ray.get(limiter.stats.remote())["servers"]["hold"]["in_use"] and time.monotonic() - killed < 120:
+    time.sleep(0.2)
+returned = {"seconds": time.monotonic() - killed, "held": held, "after": ray.get(limiter.stats.remote())}
+callers = [Caller.options(scheduling_strategy=w).remote() for w in where]
 out = ray.get([c.run.remote() for c in callers])
-print(json.dumps({"callers": out, "stats": json.loads(urllib.request.urlopen(cfg["stats"]).read())}))
+print(json.dumps({"callers": out, "stats": json.loads(urllib.request.urlopen(cfg["stats"]).read()), "kill": returned}))
 """
 
 
@@ -86,7 +117,11 @@ def tool_limits_across_nodes(cluster: RayCluster, root: Path) -> dict:
     try:
         base = f"http://{cluster.ips[0]}:{port}"
         tools = [{"name": "tool", "url": f"{base}/tool", "parameters": {"type": "object"}, "max_concurrency": 4}]
-        cfg = {"tools": tools, "key": str(root / "limits"), "calls": 16, "stats": f"{base}/stats"}
+        hold = [{"name": "hold", "url": f"{base}/hold", "parameters": {"type": "object"}, "max_concurrency": 2}]
+        from agentrl.tools.limits import actor_name
+
+        cfg = {"tools": tools, "hold": hold, "key": str(root / "limits"), "actor": actor_name(str(root / "limits")),
+               "calls": 16, "stats": f"{base}/stats"}
         deadline = time.monotonic() + 60
         while True:
             probe = subprocess.run([*cluster.prefix, sys.executable, "-c", "import socket,sys; socket.create_connection("
@@ -246,4 +281,14 @@ def test_one_tool_cap_holds_across_both_nodes_and_429s_lose_nothing(cluster_run)
     got = cluster_run["tool_limits"]
     assert len({c["node"] for c in got["callers"]}) == 2
     assert [r for c in got["callers"] for r in c["results"]] == ["ok"] * 32
-    assert got["stats"]["peak"] == 4 and got["stats"]["answered"] == 32 and got["stats"]["pushed_back"] > 0, got["stats"]
+    stats = got["stats"]
+    assert stats["route_peak"]["tool"] == 4 and stats["answered"] == 32 and stats["pushed_back"] > 0, stats
+
+
+def test_a_process_killed_on_the_other_node_gives_its_tool_slots_back_within_the_lease(cluster_run):
+    """kill -9 of a process on the second node while 2 of its calls hold both slots of a server: the limiter
+    takes them back 15 s (the lease) after its last heartbeat, checked every 3 s."""
+    kill = cluster_run["tool_limits"]["kill"]
+    assert kill["held"]["servers"]["hold"]["in_use"] == 2
+    assert kill["after"]["servers"]["hold"]["in_use"] == 0 and kill["after"]["servers"]["hold"]["expired"] == 2
+    assert kill["seconds"] <= 15 + 3 + 3, kill["seconds"]
