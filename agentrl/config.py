@@ -123,6 +123,9 @@ class AgentrlSettings(BaseModel):
                             "(AVX-512 BF16, AMX), float32 where it would be emulated (agentrl.precision)")
     gpus_per_node: Optional[int] = Field(None, ge=1, description="GPUs per node (default: the GPUs visible here)")
     nodes: int = Field(1, ge=1, description="nodes of the Ray cluster (more than 1 needs RAY_ADDRESS)")
+    rollout_workers: Optional[int] = Field(
+        None, ge=1, description="agent-loop processes in all (verl's actor_rollout_ref.rollout.agent.num_workers); "
+        "default one a node on the CPU, 8 a node on GPUs. Tool limits hold across all of them (agentrl.tools.limits)")
     run_dir: str = Field("runs/${name}", description="where the run's files go")
     name: str = "run"
     seed: int = 0

@@ -94,7 +94,8 @@ class WorkerState:
             from agentrl.tools import ToolHub
 
             self._hubs[key] = ToolHub.from_config(self.spec.tools, allow=self.spec.tool_allow,
-                                                  max_result_chars=self.spec.agent.max_tool_result_chars)
+                                                  max_result_chars=self.spec.agent.max_tool_result_chars,
+                                                  run_key=self.spec.run_dir)  # run-wide tool limits on Ray
         return self._hubs[key]
 
     def simulated_user(self):

@@ -32,6 +32,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, REQUEST_TIMEOUT
 
 from agentrl.tools.config import ServerSpec
+from agentrl.tools.pushback import PUSHBACK_STATUSES, retry_after_seconds
 from agentrl.tools.types import ROLLOUT_HEADER, CallOutcome, ToolSpec, TransportFailure  # noqa: F401
 
 META_KEY = "agentrl/rollout_id"
@@ -83,7 +84,10 @@ class _RolloutHeaderTransport(httpx2.AsyncBaseTransport):
             if request_id is not None:
                 await response.aclose()
                 code = _HTTP_429 if response.status_code == 429 else _HTTP_5XX
-                return _error_response(request, request_id, code, f"HTTP {response.status_code} from {request.url}")
+                after = response.headers.get("retry-after")
+                data = {"status": response.status_code, "retry_after": retry_after_seconds(after)}
+                return _error_response(request, request_id, code, f"HTTP {response.status_code} from {request.url}"
+                                       + (f" (Retry-After: {after})" if after else ""), data)
         return response
 
     async def aclose(self) -> None:
@@ -101,8 +105,9 @@ def _jsonrpc_id(request: httpx2.Request) -> Any:
     return body.get("id") if isinstance(body, dict) else None
 
 
-def _error_response(request: httpx2.Request, request_id: Any, code: int, message: str) -> httpx2.Response:
-    body = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+def _error_response(request: httpx2.Request, request_id: Any, code: int, message: str, data: Any = None) -> httpx2.Response:
+    error = {"code": code, "message": message, **({"data": data} if data is not None else {})}
+    body = {"jsonrpc": "2.0", "id": request_id, "error": error}
     return httpx2.Response(502, json=body, request=request)
 
 
@@ -152,7 +157,9 @@ def classify(exc: BaseException) -> TransportFailure | None:
         if exc.code == INVALID_REQUEST and "Session terminated" in str(exc):  # the HTTP server restarted
             return TransportFailure("session_lost", str(exc))
         kind = _INFRA_CODES.get(exc.code)
-        return TransportFailure(kind, str(exc)) if kind else None
+        data = exc.data if isinstance(exc.data, dict) else {}
+        return TransportFailure(kind, str(exc), pushback=data.get("status") in PUSHBACK_STATUSES,
+                                retry_after=data.get("retry_after")) if kind else None
     if isinstance(exc, (OSError, EOFError, httpx2.TransportError, asyncio.IncompleteReadError)):
         return TransportFailure("transport", f"{type(exc).__name__}: {exc}")
     if isinstance(exc, BaseExceptionGroup):

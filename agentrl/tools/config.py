@@ -7,7 +7,10 @@
     }}
 
 Per-server options beside the connection keys: ``tools`` (allow-list of tool names), ``max_concurrency``,
-``timeout`` (seconds per call), ``retries`` (on transport errors and 5xx), ``stateful`` (one MCP session
+``timeout`` (seconds per attempt), ``retries`` (on transport errors and 5xx), ``deadline`` (seconds for the
+whole call, retries and 429/503 ``Retry-After`` waits included), ``limit_scope`` (``run``, the default: the
+limits hold for all agent-loop processes of a run on Ray together, see :mod:`agentrl.tools.limits`; or
+``process``), ``stateful`` (one MCP session
 per rollout instead of one shared session), ``circuit_failures`` / ``circuit_reset`` (the breaker).
 ``${VAR}`` in ``url``, ``headers``, ``env``, ``args`` and ``cwd`` is replaced from the environment, so a
 token never has to be written into the file. This module does not import the MCP SDK.
@@ -39,9 +42,10 @@ from agentrl.errors import AgentrlError
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _CONNECTION_KEYS = {"command", "args", "env", "cwd", "url", "headers", "type", "transport"}
 _OPTION_KEYS = {"tools", "max_concurrency", "timeout", "retries", "stateful", "circuit_failures", "circuit_reset",
-                "connect_timeout", "description", "disabled", "rate_limit"}
+                "connect_timeout", "description", "disabled", "rate_limit", "deadline", "limit_scope"}
 _FUNCTION_KEYS = {"name", "url", "headers", "type", "description", "parameters", "openapi", "max_concurrency", "timeout",
-                  "retries", "circuit_failures", "circuit_reset", "connect_timeout", "rate_limit", "disabled"}
+                  "retries", "circuit_failures", "circuit_reset", "connect_timeout", "rate_limit", "disabled", "deadline",
+                  "limit_scope"}
 DEFAULT_FUNCTION_QPS = 50.0
 
 
@@ -73,6 +77,14 @@ class ServerSpec:
     description: str = ""
     parameters: dict | None = None  # a function tool's JSON schema (None: from ``openapi``, or none)
     openapi: str | None = None
+    deadline: float | None = None  # seconds for one call, retries and push-back waits included
+    limit_scope: str = "run"  # max_concurrency and rate_limit for the whole run, or for each "process" (tools.limits)
+
+    @property
+    def call_deadline(self) -> float:
+        """Seconds one call may take from its first attempt, retries and waits included (default: ``timeout``
+        for each of the ``retries`` + 1 attempts)."""
+        return self.deadline if self.deadline is not None else self.timeout * (self.retries + 1)
 
     @property
     def transport(self) -> str:
@@ -166,7 +178,22 @@ def parse_server(name: str, raw: Any, *, pm=None) -> ServerSpec:
         circuit_failures=_number(raw, "circuit_failures", 5, name, integer=True, minimum=1),
         circuit_reset=float(_number(raw, "circuit_reset", 30.0, name, integer=False, minimum=0.0)),
         rate_limit=_rate(raw, name, None),
+        deadline=_deadline(raw, name), limit_scope=_scope(raw, name),
     )
+
+
+def _scope(raw: dict, name: str) -> str:
+    scope = raw.get("limit_scope", "run")
+    if scope not in ("run", "process"):
+        raise ToolConfigError(f"tool server {name!r}: limit_scope must be \"run\" (max_concurrency and rate_limit for "
+                              f"all agent-loop processes together) or \"process\" (for each one), got {scope!r}")
+    return scope
+
+
+def _deadline(raw: dict, name: str) -> float | None:
+    if raw.get("deadline") is None:
+        return None
+    return float(_number(raw, "deadline", None, name, integer=False, minimum=0.001))
 
 
 def _rate(raw: dict, name: str, default: float | None) -> float | None:
@@ -204,6 +231,7 @@ def parse_function(name: str, raw: dict) -> ServerSpec:
         circuit_failures=_number(raw, "circuit_failures", 5, name, integer=True, minimum=1),
         circuit_reset=float(_number(raw, "circuit_reset", 30.0, name, integer=False, minimum=0.0)),
         rate_limit=_rate(raw, name, DEFAULT_FUNCTION_QPS),
+        deadline=_deadline(raw, name), limit_scope=_scope(raw, name),
     )
 
 

@@ -12,12 +12,13 @@ What the model reads and what makes the rollout unscorable:
 * 400-499 (but 401, 403, 408, 429) -> a tool error: the body is shown to the model, which can fix its arguments.
 * 401 / 403 -> :class:`TransportFailure` ``unauthorized``, not retried: the token is wrong, not the model.
 * 5xx, 408, 429, refused connections, timeouts -> :class:`TransportFailure`, retried by the hub (3 times by
-  default) and then the rollout is unscorable.
+  default) and then the rollout is unscorable. 429 and 503 are push-back: retried after their ``Retry-After``
+  (seconds or an HTTP date) for as long as the call's ``deadline`` allows (:mod:`agentrl.tools.pushback`).
 
 A :class:`FunctionConnection` has the interface of :class:`agentrl.tools.client.Connection`, so the hub gives it
-the same concurrency cap, timeout, retries and circuit breaker; on top it keeps a rate cap (``rate_limit``
-calls per second, via aiolimiter). The tool's schema comes from the entry's ``parameters`` or from an
-OpenAPI document (the request body's ``arguments`` property of ``POST <path>``).
+the same concurrency cap, rate cap (``rate_limit`` calls per second), timeout, retries and circuit breaker.
+The tool's schema comes from the entry's ``parameters`` or from an OpenAPI document (the request body's
+``arguments`` property of ``POST <path>``).
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-from aiolimiter import AsyncLimiter
 
 from agentrl.tools.config import ServerSpec, ToolConfigError
+from agentrl.tools.pushback import PUSHBACK_STATUSES, retry_after_seconds
 from agentrl.tools.types import ROLLOUT_HEADER, CallOutcome, ToolSpec, TransportFailure, refused
 
 MAX_BODY = 1_000_000  # the Agent RFT contract's 1 MB payload
@@ -79,7 +80,6 @@ class FunctionConnection:
         self.spec = spec
         self.rollout_id = rollout_id
         self._http: httpx.AsyncClient | None = None
-        self._limiter = AsyncLimiter(spec.rate_limit, 1.0) if spec.rate_limit else None
         self._tool: ToolSpec | None = None
 
     @property
@@ -172,8 +172,6 @@ class FunctionConnection:
             raise TransportFailure("connection_closed", "the HTTP client is closed")
         headers = {ROLLOUT_HEADER: rollout_id} if rollout_id is not None else {}
         body = {"arguments": arguments, "call_id": call_id}
-        if self._limiter is not None:
-            await self._limiter.acquire()
         try:
             response = await self._http.post(self.spec.url, json=body, headers=headers)
         except httpx.TimeoutException as exc:
@@ -186,7 +184,10 @@ class FunctionConnection:
             raise self._unauthorized(status, self.spec.url)
         if status >= 500 or status in (408, 429):
             kind = "rate_limited" if status == 429 else "http_5xx" if status >= 500 else "timeout"
-            raise TransportFailure(kind, f"HTTP {status} from {self.spec.url}: {text[:200]}")
+            after = response.headers.get("retry-after")
+            raise TransportFailure(kind, f"HTTP {status} from {self.spec.url}"
+                                   + (f" (Retry-After: {after})" if after else "") + f": {text[:200]}",
+                                   pushback=status in PUSHBACK_STATUSES, retry_after=retry_after_seconds(after))
         if status >= 400:
             return CallOutcome(f"Error: HTTP {status}: {_reply_text(text)}", True)
         return _outcome(text)

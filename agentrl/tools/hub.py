@@ -24,6 +24,8 @@ from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator
 
 from agentrl.tools.config import ServerSpec, parse_servers_config
+from agentrl.tools.limits import RunLimits, gate_for, on_ray
+from agentrl.tools.pushback import pushback_wait
 from agentrl.tools.session import RolloutSession, restarted
 from agentrl.tools.traffic import CircuitBreaker, ServerStats, backoff
 from agentrl.tools.types import (  # noqa: F401  (ToolCall, ToolResult, truncate re-exported)
@@ -35,11 +37,11 @@ DEFAULT_MAX_RESULT_CHARS = 16_000
 class _Server:
     """Runtime state of one server inside one hub."""
 
-    def __init__(self, spec: ServerSpec) -> None:
+    def __init__(self, spec: ServerSpec, run_limits: RunLimits | None = None) -> None:
         self.spec = spec
         self.breaker = CircuitBreaker(spec.circuit_failures, spec.circuit_reset)
         self.stats = ServerStats()
-        self.sem = asyncio.Semaphore(spec.max_concurrency)
+        self.gate = gate_for(spec, run_limits)  # max_concurrency and rate_limit, per run or per process
         self.lock = asyncio.Lock()
         self.shared: Any = None  # a Connection or a FunctionConnection
         self.tools: list[ToolSpec] | None = None
@@ -47,9 +49,14 @@ class _Server:
 
 
 class ToolHub:
-    def __init__(self, specs: dict[str, ServerSpec], *, max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS) -> None:
+    def __init__(self, specs: dict[str, ServerSpec], *, max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
+                 run_key: str | None = None) -> None:
+        """``run_key`` (the run directory): on Ray, the limits of servers with ``"limit_scope": "run"`` hold for
+        every process of the run that gives the same key (:mod:`agentrl.tools.limits`)."""
         self.specs = dict(specs)
         self.max_result_chars = max_result_chars
+        self.run_key = run_key
+        self.run_limits: RunLimits | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._servers: dict[str, _Server] = {}
         self._catalog: dict[str, tuple[str, ToolSpec]] | None = None
@@ -57,16 +64,19 @@ class ToolHub:
         self._sessions: set[RolloutSession] = set()
 
     @classmethod
-    def from_config(cls, servers: Any, *, allow: dict[str, list[str]] | None = None, max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS, pm=None) -> "ToolHub":
+    def from_config(cls, servers: Any, *, allow: dict[str, list[str]] | None = None, max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS, pm=None,
+                    run_key: str | None = None) -> "ToolHub":
         """``servers``: the mcpServers dict (or ``{"mcpServers": ...}``, a JSON file path, plugin names)."""
-        return cls(parse_servers_config(servers, allow=allow, pm=pm), max_result_chars=max_result_chars)
+        return cls(parse_servers_config(servers, allow=allow, pm=pm), max_result_chars=max_result_chars, run_key=run_key)
 
     # -- plumbing -------------------------------------------------------------------------------
     def _bind(self) -> None:
         loop = asyncio.get_running_loop()
         if self._loop is None:
             self._loop = loop
-            self._servers = {name: _Server(spec) for name, spec in self.specs.items()}
+            if self.run_key and on_ray() and any(spec.limit_scope == "run" for spec in self.specs.values()):
+                self.run_limits = RunLimits(self.run_key)
+            self._servers = {name: _Server(spec, self.run_limits) for name, spec in self.specs.items()}
             self._catalog_lock = asyncio.Lock()
         elif self._loop is not loop:
             raise RuntimeError("this ToolHub belongs to another event loop; create one ToolHub per event loop")
@@ -177,9 +187,15 @@ class ToolHub:
                                    session, record=True)
 
     async def _attempt(self, srv: _Server, what: str, op, session: "RolloutSession | None", record: bool = False) -> Any:
-        """Run ``op(connection)``: cap, timeout, retries with backoff on transport failures, breaker."""
-        spec, attempt = srv.spec, 0
+        """Run ``op(connection)``: cap, timeout, retries with backoff on transport failures, breaker.
+
+        The call's ``deadline`` (``ServerSpec.call_deadline``) starts with its first attempt and bounds every
+        attempt, retry and wait after it; 429 and 503 (push-back) are retried after their ``Retry-After`` until
+        it, without counting against ``retries`` (without ``Retry-After`` they are ordinary retried failures). A call that runs out of time raises ``ToolInfraError``
+        (kind ``deadline``): the rollout is unscorable."""
+        spec, attempt, pushed = srv.spec, 0, 0
         per_rollout = spec.stateful and session is not None
+        deadline: float | None = None
         while True:
             if not srv.breaker.allow():
                 self._watch(srv)
@@ -189,14 +205,24 @@ class ToolHub:
                                      + (f"failing fast for {wait:.1f}s more" if wait else "a trial call is under way")
                                      + " (a probe checks the server every second)", "circuit_open")
             conn = None
-            async with srv.sem:
+            async with srv.gate.slot():
                 start = time.perf_counter()
+                if deadline is None:
+                    deadline = time.monotonic() + spec.call_deadline
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    srv.stats.record(0.0, "deadline")
+                    raise ToolInfraError(spec.name, f"{what}: the call's deadline of {spec.call_deadline:g}s passed "
+                                         f"before attempt {attempt + pushed + 1} ({spec.name!r}'s \"deadline\")", "deadline")
                 try:
                     conn = await (session._connection(srv) if per_rollout else self._shared(srv))
-                    result = await asyncio.wait_for(op(conn), spec.timeout)
+                    result = await asyncio.wait_for(op(conn), min(spec.timeout, left))
                 except asyncio.TimeoutError:
                     srv.breaker.failure()
                     srv.stats.record(time.perf_counter() - start, "timeout")
+                    if left < spec.timeout:
+                        raise ToolInfraError(spec.name, f"no answer to {what} within the {left:.1f}s left of the call's "
+                                             f"deadline ({spec.call_deadline:g}s)", "deadline") from None
                     raise ToolInfraError(spec.name, f"no answer to {what} within {spec.timeout}s", "timeout") from None
                 except TransportFailure as failure:
                     srv.breaker.failure()
@@ -204,9 +230,23 @@ class ToolHub:
                     if conn is not None and failure.connection_lost:
                         await (session._discard(srv, conn, str(failure)) if per_rollout
                                else self._discard_shared(srv, conn, str(failure)))
-                    if attempt >= spec.retries or not failure.retryable:
+                    if not failure.retryable:
                         raise ToolInfraError(spec.name, failure) from failure
-                    attempt += 1
+                    if failure.pushback and failure.retry_after is not None:
+                        pushed += 1
+                        wait = pushback_wait(failure.retry_after, pushed)
+                        left = deadline - time.monotonic()
+                        if wait >= left:
+                            asked = "" if failure.retry_after is None else f" (it asked for {failure.retry_after:g}s)"
+                            raise ToolInfraError(spec.name, f"{failure}; the next try would start in {wait:.1f}s{asked}, "
+                                                 f"past the call's deadline ({left:.1f}s of {spec.call_deadline:g}s "
+                                                 f"left, after {pushed} push-backs). Raise the server's \"deadline\", "
+                                                 f"or send less: \"max_concurrency\", \"rate_limit\"", "deadline") from failure
+                    elif attempt >= spec.retries:
+                        raise ToolInfraError(spec.name, failure) from failure
+                    else:
+                        attempt += 1
+                        wait = backoff(attempt)
                     srv.stats.retries += 1
                 except BaseException:  # cancelled (or a bug): no verdict on the server's health
                     srv.breaker.abandon()
@@ -216,7 +256,7 @@ class ToolHub:
                     if record:
                         srv.stats.record(time.perf_counter() - start, "tool_error" if result.is_error else "ok")
                     return result
-            await asyncio.sleep(backoff(attempt))
+            await asyncio.sleep(wait)
 
     @asynccontextmanager
     async def rollout(self, rollout_id: str, allowed_tools: list[str] | None = None) -> AsyncIterator["RolloutSession"]:
@@ -247,6 +287,8 @@ class ToolHub:
             if srv.shared is not None:
                 conn, srv.shared = srv.shared, None
                 await conn.close()
+        if self.run_limits is not None:
+            await self.run_limits.aclose()
 
     async def __aenter__(self) -> "ToolHub":
         return self

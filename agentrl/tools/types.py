@@ -64,11 +64,17 @@ _NOT_RETRIED = {"unauthorized", "not_mcp"}
 
 
 class TransportFailure(Exception):
-    """The server could not answer (unreachable, crashed, 5xx, closed). ``kind`` is a metrics label."""
+    """The server could not answer (unreachable, crashed, 5xx, closed). ``kind`` is a metrics label.
 
-    def __init__(self, kind: str, message: str) -> None:
+    ``pushback``: the server said "not now" (429 or 503); ``retry_after``: the seconds its ``Retry-After``
+    asked for (None when it gave none). The hub retries push-back until the call's deadline
+    (:mod:`agentrl.tools.pushback`)."""
+
+    def __init__(self, kind: str, message: str, *, pushback: bool = False, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.kind = kind
+        self.pushback = pushback
+        self.retry_after = retry_after
 
     @property
     def connection_lost(self) -> bool:

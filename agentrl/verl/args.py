@@ -282,6 +282,8 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
         merged.update(gp.gpu_overrides(s, plan))
         user = flatten(verl_part)
         merged.update(gp.runtime_env_overrides(gp.worker_env({**merged, **user}, plan)))
+    if s.rollout_workers:  # agentrl.rollout_workers: verl's agent-loop processes (the user's verl key still wins)
+        merged["actor_rollout_ref.rollout.agent.num_workers"] = s.rollout_workers
     merged.update(flatten(verl_part))
     for key, value in merged.items():  # Ray refuses a runtime_env variable that is not a string, deep in ray.init
         if key.lstrip("+").startswith(RUNTIME_ENV.lstrip("+")) and value is not None and not isinstance(value, str):

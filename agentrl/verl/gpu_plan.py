@@ -323,8 +323,9 @@ def describe(plan: GpuPlan, overrides: dict[str, Any], env: dict[str, str]) -> l
                  "  Ray: a local cluster started for this run (set RAY_ADDRESS to attach to one)")
     workers = int(o.get("actor_rollout_ref.rollout.agent.num_workers", AGENT_WORKERS_PER_NODE))
     lines.append(f"  per node: {math.ceil(workers / plan.nodes)} agent-loop processes, each with its own stdio tool "
-                 f"servers and a sandbox pool of {env.get('AGENTRL_SANDBOX_WORKERS')} workers; an HTTP tool server's "
-                 f"max_concurrency applies per process ({workers} processes in all)")
+                 f"servers and a sandbox pool of {env.get('AGENTRL_SANDBOX_WORKERS')} workers; a tool server's "
+                 f"max_concurrency and rate_limit hold for all {workers} processes together (\"limit_scope\": "
+                 f"\"process\": for each)")
     model = o.get("actor_rollout_ref.model.path")
     weights = _weight_bytes(model) if model else 0
     if weights:

@@ -6,7 +6,8 @@ address, see ray_cluster.py; `agentrl train` runs on the head host), with token 
 attaches through RAY_ADDRESS with `agentrl.nodes=2`: one trainer rank on each node. One run lives through two
 attempts: killed with `kill -9` in the middle of step 2, before its first checkpoint, then run again to the end.
 What only a real cluster shows: verl's metrics reach the run directory from workers whose environment is the
-`ray start` command's, actors land on both nodes, a killed driver leaves no actor alive and both nodes up.
+`ray start` command's, actors land on both nodes, a killed driver leaves no actor alive and both nodes up, and
+one tool cap holds for processes on both nodes (the run-wide limiter, checked on the same cluster after the run).
 """
 
 from __future__ import annotations
@@ -36,6 +37,106 @@ print(json.dumps({"nodes": [n["NodeID"] for n in ray.nodes() if n["Alive"]],
                   "actors": [{"id": a["ActorID"], "cls": a["ActorClassName"], "state": a["State"],
                               "node": a["Address"]["NodeID"]} for a in state.actors().values()]}))
 """
+
+
+LIMITS = """
+import asyncio, json, logging, os, sys, urllib.request
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+ray.init(address=sys.argv[1], logging_level=logging.ERROR, log_to_driver=False, configure_logging=False)
+cfg = json.loads(sys.argv[2])
+
+@ray.remote(num_cpus=0)
+class Caller:
+    async def run(self):
+        from agentrl.tools import ToolHub, ToolInfraError
+        hub = ToolHub.from_config(cfg["tools"], run_key=cfg["key"])
+        async def one(i):
+            async with hub.rollout(f"r{i}") as session:
+                try:
+                    result = await session.call({"id": f"{os.getpid()}-{i}", "name": "tool", "arguments": {}})
+                except ToolInfraError as exc:
+                    return f"infra: {exc}"
+                return "ok" if result.content.startswith("ok") else result.content
+        try:
+            results = await asyncio.gather(*(one(i) for i in range(cfg["calls"])))
+        finally:
+            await hub.aclose()
+        return {"node": ray.get_runtime_context().get_node_id(), "results": results}
+
+@ray.remote(num_cpus=0)
+class Holder:
+    async def start(self):
+        from agentrl.tools import ToolHub
+        self.hub = ToolHub.from_config(cfg["hold"], run_key=cfg["key"])
+        async def hold(i):
+            async with self.hub.rollout(f"h{i}") as session:
+                await session.call({"id": f"hold-{i}", "name": "hold", "arguments": {"sleep": 600}})
+        self.tasks = [asyncio.create_task(hold(i)) for i in range(2)]
+        return os.getpid()
+
+nodes = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
+where = [NodeAffinitySchedulingStrategy(n, soft=False) for n in nodes]
+# kill -9 of a process on the other node holding 2 slots: they come back within the lease
+holder = Holder.options(scheduling_strategy=where[-1]).remote()
+pid = ray.get(holder.start.remote())
+import time
+limiter, end = None, time.monotonic() + 120
+while time.monotonic() < end:
+    try:
+        limiter = limiter or ray.get_actor(cfg["actor"], namespace="agentrl")
+        if ray.get(limiter.stats.remote())["servers"].get("hold", {}).get("in_use") == 2:
+            break
+    except ValueError:
+        pass
+    time.sleep(0.2)
+held = ray.get(limiter.stats.remote())
+os.kill(pid, 9)
+killed = time.monotonic()
+while ray.get(limiter.stats.remote())["servers"]["hold"]["in_use"] and time.monotonic() - killed < 120:
+    time.sleep(0.2)
+returned = {"seconds": time.monotonic() - killed, "held": held, "after": ray.get(limiter.stats.remote())}
+callers = [Caller.options(scheduling_strategy=w).remote() for w in where]
+out = ray.get([c.run.remote() for c in callers])
+print(json.dumps({"callers": out, "stats": json.loads(urllib.request.urlopen(cfg["stats"]).read()), "kill": returned}))
+"""
+
+
+def tool_limits_across_nodes(cluster: RayCluster, root: Path) -> dict:
+    """One process on each node calls one endpoint (tests/tools/servers/traffic_server.py on the head host:
+    heavy-tailed latency, 429s injected) through the run-wide limiter at max_concurrency 4."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server_py = Path(__file__).resolve().parent.parent / "tools" / "servers" / "traffic_server.py"
+    server = subprocess.Popen([*cluster.prefix, sys.executable, str(server_py), "--port", str(port), "--host",
+                               cluster.ips[0], "--p50", "0.05", "--p99", "0.5", "--p429", "0.1", "--retry-after",
+                               "0.2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://{cluster.ips[0]}:{port}"
+        tools = [{"name": "tool", "url": f"{base}/tool", "parameters": {"type": "object"}, "max_concurrency": 4}]
+        hold = [{"name": "hold", "url": f"{base}/hold", "parameters": {"type": "object"}, "max_concurrency": 2}]
+        from agentrl.tools.limits import actor_name
+
+        cfg = {"tools": tools, "hold": hold, "key": str(root / "limits"), "actor": actor_name(str(root / "limits")),
+               "calls": 16, "stats": f"{base}/stats"}
+        deadline = time.monotonic() + 60
+        while True:
+            probe = subprocess.run([*cluster.prefix, sys.executable, "-c", "import socket,sys; socket.create_connection("
+                                    "(sys.argv[1], int(sys.argv[2])), timeout=1).close()", cluster.ips[0], str(port)],
+                                   capture_output=True)
+            if probe.returncode == 0 or time.monotonic() > deadline or server.poll() is not None:
+                break
+            time.sleep(0.5)
+        done = subprocess.run([*cluster.prefix, sys.executable, "-c", LIMITS, cluster.address, json.dumps(cfg)],
+                              env=cluster.env, capture_output=True, text=True, timeout=300)
+    finally:
+        server.terminate()
+        server.wait(10)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def cluster_state(cluster: RayCluster) -> dict:
@@ -106,6 +207,7 @@ def cluster_run(tmp_path_factory, demo):
                                 text=True, env=env, cwd=root, timeout=1500)
         result["rc2"], result["out2"] = second.returncode, second.stdout
         result["second_actors"] = [a for a in cluster_state(cluster)["actors"] if a["id"] not in before]
+        result["tool_limits"] = tool_limits_across_nodes(cluster, root)
         # where verl's file logger writes when VERL_FILE_LOGGER_PATH does not reach it: the cwd of `ray start`
         result["stray_metrics"] = [str(p) for p in cluster.temp.rglob("agentrl/*.jsonl")]
     (root / "summary.json").write_text(json.dumps({k: v for k, v in result.items() if k != "run"}, default=str))
@@ -171,3 +273,22 @@ def test_the_dry_run_reads_the_cluster_and_shows_what_every_worker_gets(cluster_
     assert rc == 0, out[-3000:]
     assert "node(s)" in out and "it fits" in out
     assert "VERL_FILE_LOGGER_PATH:" in out  # in ray_kwargs.ray_init.runtime_env.env_vars
+
+
+def test_one_tool_cap_holds_across_both_nodes_and_429s_lose_nothing(cluster_run):
+    """A process on each node, 16 calls each at once, max_concurrency 4 through the run's limiter: the endpoint
+    never has more than 4 calls at once, and every call is answered after the injected 429s."""
+    got = cluster_run["tool_limits"]
+    assert len({c["node"] for c in got["callers"]}) == 2
+    assert [r for c in got["callers"] for r in c["results"]] == ["ok"] * 32
+    stats = got["stats"]
+    assert stats["route_peak"]["tool"] == 4 and stats["answered"] == 32 and stats["pushed_back"] > 0, stats
+
+
+def test_a_process_killed_on_the_other_node_gives_its_tool_slots_back_within_the_lease(cluster_run):
+    """kill -9 of a process on the second node while 2 of its calls hold both slots of a server: the limiter
+    takes them back 15 s (the lease) after its last heartbeat, checked every 3 s."""
+    kill = cluster_run["tool_limits"]["kill"]
+    assert kill["held"]["servers"]["hold"]["in_use"] == 2
+    assert kill["after"]["servers"]["hold"]["in_use"] == 0 and kill["after"]["servers"]["hold"]["expired"] == 2
+    assert kill["seconds"] <= 15 + 3 + 3, kill["seconds"]
