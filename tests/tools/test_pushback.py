@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 import time
-from email.utils import formatdate
+from email.utils import formatdate, parsedate_to_datetime
 
 import httpx
 import pytest
@@ -81,7 +81,9 @@ def test_an_http_date_retry_after_is_honoured(traffic):
     result = run(_call(_hub(traffic, timeout=5), {"fail": 1, "status": 503, "retry_after": when}, "date"))
     assert result.content == "ok date"
     first, second = _times(traffic, "date")
-    assert second - first >= 0.9, (first, second)
+    # the date is the promise (whole seconds: not the 2 s asked from the moment the test wrote it, which a loaded
+    # machine may have spent partly before the first answer): the retry never comes before it
+    assert second >= parsedate_to_datetime(when).timestamp(), (first, second, when)
 
 
 def test_a_wait_past_the_deadline_ends_the_call_at_once_as_infrastructure(traffic):
