@@ -69,7 +69,7 @@ def test_vllm_rollout_trains_with_weights_synced_every_step(which, request):
         # what vLLM sampled is what the model says: at temperature 1 the trainer's mean -log p of the sampled tokens
         # is about the policy's entropy (0.39-0.49 nats against 0.21-0.35 in a demo run here). A sampler that
         # emits junk while its log-probs match the actor's passes the correlation above but not this: seen with
-        # oneDNN and ATen capped to AVX2 on an AVX-512 CPU, 12.9 nats against 0.41.
+        # ATen capped to AVX2 (ATEN_CPU_CAPABILITY=avx2) on an AVX-512 CPU, 12.85-13.20 nats against 0.39-0.51.
         assert r["verl"]["rollout_corr/training_log_ppl"] < r["verl"]["actor/entropy"] + 2.0, r["step"]
     log = (run / "training.log").read_text(errors="replace")
     assert "vLLMHttpServer" in log  # verl's own vLLM server replica served the rollouts
