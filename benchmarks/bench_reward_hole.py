@@ -22,6 +22,7 @@ some tripwire fired by that step, a clean run when none fired at all.
     .venv/bin/python benchmarks/bench_reward_hole.py --seeds 1 2 3 --hole-steps 20 --clean-steps 40 --within 12
     .venv/bin/python benchmarks/bench_reward_hole.py --analyse RUN_DIR [RUN_DIR ...]   # runs already trained
     .venv/bin/python benchmarks/bench_reward_hole.py --replay RUN_DIR [RUN_DIR ...]    # their steps through today's tripwires
+    .venv/bin/python benchmarks/bench_reward_hole.py --fixture RUN_DIR OUT.jsonl.gz    # a run, trimmed, for the tests
 
 ``--analyse`` reads the alerts the run's watcher wrote; ``--replay`` feeds the run's stored metrics lines and
 rollouts, step by step, through the tripwires of this checkout (as the watcher would have), so a run trained
@@ -34,6 +35,7 @@ takes 4-11 minutes, so the proof (6 runs) takes most of an hour.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import subprocess
 import sys
@@ -109,6 +111,30 @@ def replay(run_dir: Path) -> dict:
     return {"run": str(run_dir), "replayed_first_alert_step": first, "alerts": [f"{a['step']} {a['signal']}" for a in alerts]}
 
 
+def write_fixture(run_dir: Path, out: Path) -> int:
+    """A run's training steps, trimmed to what the tripwires read, as one gzipped JSONL file for the tests:
+    its metrics lines (steps, rewards and components, validation included) and its training rollouts (ids,
+    step, reward, components, the final answer and the tools called)."""
+    keep = ("step", "validation", "reward_mean")
+    lines = []
+    for x in (json.loads(v) for v in (run_dir / "metrics.jsonl").read_text().splitlines() if v.strip()):
+        trimmed = {k: v for k, v in x.items() if k in keep or k.startswith(("reward/", "val/reward"))}
+        lines.append({"metrics": trimmed, "alerts": [a["signal"] for a in x.get("alerts") or []]})
+    with (run_dir / "rollouts.jsonl").open() as fh:
+        for r in (json.loads(v) for v in fh):
+            if r.get("validation"):
+                continue
+            steps = r.get("trajectory") or []
+            lines.append({"rollout": {
+                "rollout_id": r["rollout_id"], "prompt_id": r.get("prompt_id"), "step": r.get("step"),
+                "reward": r.get("reward"), "components": r.get("components"), "unscorable": r.get("unscorable"),
+                "tool_calls": r.get("tool_calls", 0),
+                "trajectory": [{"response": steps[-1].get("response", "") if steps else "",
+                                "tool_calls": [{"name": c.get("name")} for s in steps for c in s.get("tool_calls") or []]}]}})
+    out.write_bytes(gzip.compress("".join(json.dumps(x, sort_keys=True) + "\n" for x in lines).encode(), mtime=0))
+    return len(lines)
+
+
 def train(config: Path, log: Path) -> tuple[int, float, str]:
     started = time.monotonic()
     with log.open("w") as fh:
@@ -135,7 +161,11 @@ def main() -> int:
     p.add_argument("--keep", help="folder for the runs (default: a temporary one, kept and printed)")
     p.add_argument("--analyse", nargs="+", help="run directories already trained")
     p.add_argument("--replay", nargs="+", help="run directories to feed through this checkout's tripwires")
+    p.add_argument("--fixture", nargs=2, metavar=("RUN_DIR", "OUT"), help="write a run's steps, trimmed, for the tests")
     args = p.parse_args()
+    if args.fixture:
+        print(f"{write_fixture(Path(args.fixture[0]), Path(args.fixture[1]))} lines in {args.fixture[1]}")
+        return 0
     if args.replay:
         for run in args.replay:
             print(json.dumps(replay(Path(run))))
