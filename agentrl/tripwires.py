@@ -12,7 +12,10 @@ Signals, each over a window of steps (the mean of the last ``window`` steps agai
   their results lengthen a response legitimately, and a short answer's length is noise) while the reward rises;
 - ``one_component``: one reward rises and carries the total while every other weighted reward falls;
 - ``heldout_flat``: the reward rises while a held-out check does not (a weight-0 reward such as a gold-answer
-  check or a second judge; on validation lines when the run validates, else on the training lines);
+  check or a second judge; on validation lines when the run validates, else on the training lines), and the
+  rise comes through passes the check fails: the share of rollouts the reward passes (0.5) and the check does
+  not grew too. A side reward that rises without making anything pass (the demo's tool_use learnt before the
+  answers, 0.33 alone) is no hole; where the training rollouts carry no check, the means alone decide;
 - ``same_answer``: one answer text (the empty answer included), paid as a pass (0.5 on average, and at least the
   step's mean), given to half or more of a step's prompts (three or more); answers a held-out check passes are
   left out, as prompts' right answers may coincide;
@@ -115,6 +118,9 @@ class Tripwires:
         self.parts: dict[str, list[float | None]] = defaultdict(list)
         self.val_heldout: dict[str, list[float | None]] = defaultdict(list)
         self.val_reward: list[float | None] = []  # the training reward when each validation came
+        # per held-out check, each step's share of rollouts the reward passes and the check fails
+        self.unconfirmed: dict[str, list[float | None]] = defaultdict(list)
+        self.val_unconfirmed: dict[str, list[float | None]] = defaultdict(list)
         self.baseline_tools: Counter = Counter()  # tool calls in the run's first ``window`` steps
         self.recent_tools: list[Counter] = []  # tool calls of the last ``window`` steps
         self.steps_seen = 0
@@ -127,6 +133,8 @@ class Tripwires:
         for label in self.heldout:
             self.val_heldout[label].append(line.get(f"val/reward/{label}"))
         self.val_reward.append(_mean([v for v in self.reward[-self.window:] if v is not None]))
+        for label in self.heldout:
+            self.val_unconfirmed[label].append(_mean([v for v in self.unconfirmed[label][-self.window:] if v is not None]))
 
     def on_step(self, step: Any, line: dict[str, Any], rollouts: list[dict]) -> list[Alert]:
         scored = [r for r in rollouts if r.get("reward") is not None and r.get("unscorable") is None]
@@ -138,6 +146,10 @@ class Tripwires:
         for label in labels:
             self.parts[label].append(line.get(f"reward/{label}"))
         self.steps_seen += 1
+        for label in self.heldout:
+            checked = [r for r in scored if isinstance((r.get("components") or {}).get(label), (int, float))]
+            self.unconfirmed[label].append(_mean([float(r["reward"] >= PAID and r["components"][label] < PAID)
+                                                  for r in checked]) if checked else None)
         tools = Counter(t for r in rollouts for t in _tools(r))
         if self.steps_seen <= self.window:
             self.baseline_tools.update(tools)
@@ -186,19 +198,27 @@ class Tripwires:
 
     def _heldout(self, step: Any, scored: list[dict]) -> Alert | None:
         for label in self.heldout:
-            checks = [(v, r) for v, r in zip(self.val_heldout.get(label, []), self.val_reward) if v is not None and r is not None]
+            checks = [(v, r, u) for v, r, u in zip(self.val_heldout.get(label, []), self.val_reward,
+                                                   self.val_unconfirmed.get(label, [])) if v is not None and r is not None]
             if len(checks) >= 2:  # the run validates: the last two evaluations, and the training reward between them
                 moved, reward = checks[-1][0] - checks[-2][0], checks[-1][1] - checks[-2][1]
+                old, new = checks[-2][2], checks[-1][2]
                 where = "between the last two validations"
             else:
                 moved, reward = _rise(self.parts.get(label, []), self.window), _rise(self.reward, self.window)
+                shares = [v for v in self.unconfirmed.get(label, []) if v is not None]
+                old, new = (statistics.fmean(shares[-2 * self.window: -self.window]), statistics.fmean(shares[-self.window:])) \
+                    if len(shares) >= 2 * self.window else (None, None)
                 where = f"over the last {self.window} steps"
             if reward is None or moved is None or reward < RISE or moved >= FLAT:
                 continue
+            if old is not None and new is not None and new - old < RISE:
+                continue  # the rise did not come through passes the check fails
+            through = f"; passes it fails went from {old:.0%} to {new:.0%} of the rollouts" if old is not None and new is not None else ""
             examples = sorted(scored, key=lambda r: -(r["reward"] - ((r.get("components") or {}).get(label) or 0)))
             return Alert(step, "heldout_flat", f"the training reward rose {reward:+.2f} while the held-out check "
-                         f"{label} moved {moved:+.2f} {where}: the reward pays for something the check does not",
-                         [r["rollout_id"] for r in examples[:EXAMPLES]])
+                         f"{label} moved {moved:+.2f} {where}{through}: the reward pays for something the check "
+                         f"does not", [r["rollout_id"] for r in examples[:EXAMPLES]])
         return None
 
     def _same_answer(self, step: Any, rollouts: list[dict]) -> Alert | None:

@@ -86,6 +86,13 @@ def test_reward_rising_while_the_held_out_check_does_not():
     honest = stream(8, lambda st, p, s: rollout(st, p, s, reward=rising(st, p, s),
                                                 components={"math": rising(st, p, s), "gold": rising(st, p, s)}))
     assert feed(Tripwires(heldout=["gold"]), honest) == []
+    # the clean demo learning the calculator before the answers (proof seed 3, step 8): tool_use rises, the total
+    # with it, gold stays put, yet nothing passes that gold fails (tool_use alone is 0.33 of the total)
+    def tools_first(st, p, s):
+        tool, gold = rising(st, p, s), 1.0 if (p * SAMPLES + s) % 8 == 0 else 0.0
+        return rollout(st, p, s, reward=(gold + 0.5 * tool) / 1.5, components={"math": gold, "tool_use": tool, "gold": gold})
+
+    assert feed(Tripwires(heldout=["gold"]), stream(8, tools_first)) == []
 
 
 def test_the_held_out_check_on_validation_lines():
