@@ -12,11 +12,16 @@ Signals, each over a window of steps (the mean of the last ``window`` steps agai
   their results lengthen a response legitimately, and a short answer's length is noise) while the reward rises;
 - ``one_component``: one reward rises and carries the total while every other weighted reward falls;
 - ``heldout_flat``: the reward rises while a held-out check does not (a weight-0 reward such as a gold-answer
-  check or a second judge; on validation lines when the run validates, else on the training lines);
-- ``same_answer``: one answer text, paid as a pass (0.5 on average, and at least the step's mean), given to half
-  or more of a step's prompts (three or more); answers a held-out check passes are left out, as prompts'
-  right answers may coincide;
-- ``tool_collapse``: nine in ten tool calls go to one tool where the run's first steps used several.
+  check or a second judge; on validation lines when the run validates, else on the training lines), and the
+  rise comes through passes the check fails: the share of rollouts the reward passes (0.5) and the check does
+  not grew too. A side reward that rises without making anything pass (the demo's tool_use learnt before the
+  answers, 0.33 alone) is no hole; where the training rollouts carry no check, the means alone decide;
+- ``same_answer``: one answer text (the empty answer included), paid as a pass (0.5 on average, and at least the
+  step's mean), given to half or more of a step's prompts (three or more); answers a held-out check passes are
+  left out, as prompts' right answers may coincide;
+- ``tool_collapse``: nine in ten tool calls of the last ``window`` steps go to one tool where the run's first
+  steps used several (a window, not one step: eight prompts drawn from three kinds of task can all be of one
+  kind by chance, and a policy that collapsed stays collapsed).
 
 The watcher (``agentrl.metrics.Watcher``) writes the alerts into the step's metrics.jsonl line (``alerts``),
 prints them, and the job page lists them. A signal that fired stays quiet for ``window`` steps.
@@ -113,7 +118,11 @@ class Tripwires:
         self.parts: dict[str, list[float | None]] = defaultdict(list)
         self.val_heldout: dict[str, list[float | None]] = defaultdict(list)
         self.val_reward: list[float | None] = []  # the training reward when each validation came
+        # per held-out check, each step's share of rollouts the reward passes and the check fails
+        self.unconfirmed: dict[str, list[float | None]] = defaultdict(list)
+        self.val_unconfirmed: dict[str, list[float | None]] = defaultdict(list)
         self.baseline_tools: Counter = Counter()  # tool calls in the run's first ``window`` steps
+        self.recent_tools: list[Counter] = []  # tool calls of the last ``window`` steps
         self.steps_seen = 0
         self.last_fired: dict[str, int] = {}
 
@@ -124,6 +133,8 @@ class Tripwires:
         for label in self.heldout:
             self.val_heldout[label].append(line.get(f"val/reward/{label}"))
         self.val_reward.append(_mean([v for v in self.reward[-self.window:] if v is not None]))
+        for label in self.heldout:
+            self.val_unconfirmed[label].append(_mean([v for v in self.unconfirmed[label][-self.window:] if v is not None]))
 
     def on_step(self, step: Any, line: dict[str, Any], rollouts: list[dict]) -> list[Alert]:
         scored = [r for r in rollouts if r.get("reward") is not None and r.get("unscorable") is None]
@@ -135,12 +146,17 @@ class Tripwires:
         for label in labels:
             self.parts[label].append(line.get(f"reward/{label}"))
         self.steps_seen += 1
+        for label in self.heldout:
+            checked = [r for r in scored if isinstance((r.get("components") or {}).get(label), (int, float))]
+            self.unconfirmed[label].append(_mean([float(r["reward"] >= PAID and r["components"][label] < PAID)
+                                                  for r in checked]) if checked else None)
         tools = Counter(t for r in rollouts for t in _tools(r))
         if self.steps_seen <= self.window:
             self.baseline_tools.update(tools)
+        self.recent_tools = [*self.recent_tools, tools][-self.window:]
         found = [a for a in (self._length(step, scored), self._one_component(step, scored),
                              self._heldout(step, scored), self._same_answer(step, rollouts),
-                             self._tool_collapse(step, rollouts, tools)) if a is not None]
+                             self._tool_collapse(step, rollouts, sum(self.recent_tools, Counter()))) if a is not None]
         fired = []
         for alert in found:
             last = self.last_fired.get(alert.signal)
@@ -182,26 +198,35 @@ class Tripwires:
 
     def _heldout(self, step: Any, scored: list[dict]) -> Alert | None:
         for label in self.heldout:
-            checks = [(v, r) for v, r in zip(self.val_heldout.get(label, []), self.val_reward) if v is not None and r is not None]
+            checks = [(v, r, u) for v, r, u in zip(self.val_heldout.get(label, []), self.val_reward,
+                                                   self.val_unconfirmed.get(label, [])) if v is not None and r is not None]
             if len(checks) >= 2:  # the run validates: the last two evaluations, and the training reward between them
                 moved, reward = checks[-1][0] - checks[-2][0], checks[-1][1] - checks[-2][1]
+                old, new = checks[-2][2], checks[-1][2]
                 where = "between the last two validations"
             else:
                 moved, reward = _rise(self.parts.get(label, []), self.window), _rise(self.reward, self.window)
+                shares = [v for v in self.unconfirmed.get(label, []) if v is not None]
+                old, new = (statistics.fmean(shares[-2 * self.window: -self.window]), statistics.fmean(shares[-self.window:])) \
+                    if len(shares) >= 2 * self.window else (None, None)
                 where = f"over the last {self.window} steps"
             if reward is None or moved is None or reward < RISE or moved >= FLAT:
                 continue
+            if old is not None and new is not None and new - old < RISE:
+                continue  # the rise did not come through passes the check fails
+            through = f"; passes it fails went from {old:.0%} to {new:.0%} of the rollouts" if old is not None and new is not None else ""
             examples = sorted(scored, key=lambda r: -(r["reward"] - ((r.get("components") or {}).get(label) or 0)))
             return Alert(step, "heldout_flat", f"the training reward rose {reward:+.2f} while the held-out check "
-                         f"{label} moved {moved:+.2f} {where}: the reward pays for something the check does not",
-                         [r["rollout_id"] for r in examples[:EXAMPLES]])
+                         f"{label} moved {moved:+.2f} {where}{through}: the reward pays for something the check "
+                         f"does not", [r["rollout_id"] for r in examples[:EXAMPLES]])
         return None
 
     def _same_answer(self, step: Any, rollouts: list[dict]) -> Alert | None:
-        """One paid answer across prompts. An empty or unpaid answer everywhere (a model that ends on a tool
-        call, a base model still guessing) is not a hole the reward pays for, so it is left to the reward curve;
-        nor is a wrong answer paid only by a side reward (the demo's "The answer is 1." after a right tool call,
-        0.33), which one_component watches."""
+        """One paid answer across prompts. An unpaid answer everywhere (a model that ends on a tool call with
+        nothing to say, a base model still guessing) is not a hole the reward pays for, so it is left to the
+        reward curve; nor is a wrong answer paid only by a side reward (the demo's "The answer is 1." after a
+        right tool call, 0.33), which one_component watches. An empty answer that is paid is a hole like any
+        other (a grader whose "nothing to compare" default is a pass)."""
         prompts_by_answer: dict[str, set] = defaultdict(set)
         paid: dict[str, list[float]] = defaultdict(list)
         for r in rollouts:
@@ -209,7 +234,7 @@ class Tripwires:
             parts = r.get("components") or {}
             if any((parts.get(label) or 0) >= PAID for label in self.heldout):
                 continue  # right by the held-out check: prompts whose answers coincide ("1" to 5 - 4 and 9 - 8)
-            if answer and r.get("reward") is not None and r.get("unscorable") is None:
+            if r.get("reward") is not None and r.get("unscorable") is None:
                 prompts_by_answer[answer].add(r.get("prompt_id"))
                 paid[answer].append(float(r["reward"]))
         prompts = {r.get("prompt_id") for r in rollouts}
@@ -221,12 +246,13 @@ class Tripwires:
                 statistics.fmean(paid[answer]) < max(mean, PAID):
             return None
         examples = [r["rollout_id"] for r in rollouts if final_answer(r) == answer][:EXAMPLES]
+        shown = repr(answer[:80]) if answer else "'' (an empty answer)"
         return Alert(step, "same_answer", f"{len(seen)} of {len(prompts)} prompts got the same answer "
-                     f"{answer[:80]!r}, paid {statistics.fmean(paid[answer]):.2f} on average (the step: {mean:.2f})",
+                     f"{shown}, paid {statistics.fmean(paid[answer]):.2f} on average (the step: {mean:.2f})",
                      examples)
 
     def _tool_collapse(self, step: Any, rollouts: list[dict], tools: Counter) -> Alert | None:
-        if self.steps_seen <= self.window or sum(tools.values()) < MIN_TOOL_CALLS:
+        if self.steps_seen <= self.window or sum(tools.values()) < MIN_TOOL_CALLS * self.window:
             return None
         base = self.baseline_tools
         if len(base) < 2 or base.most_common(1)[0][1] / sum(base.values()) > TOOL_BASELINE_SHARE:
@@ -237,5 +263,5 @@ class Tripwires:
             return None
         was = ", ".join(f"{t} {n / sum(base.values()):.0%}" for t, n in base.most_common(4))
         examples = [r["rollout_id"] for r in rollouts if tool in _tools(r)][:EXAMPLES]
-        return Alert(step, "tool_collapse", f"{share:.0%} of this step's {sum(tools.values())} tool calls went to "
-                     f"{tool}; the first {self.window} steps used {was}", examples)
+        return Alert(step, "tool_collapse", f"{share:.0%} of the last {self.window} steps' {sum(tools.values())} tool "
+                     f"calls went to {tool}; the first {self.window} steps used {was}", examples)

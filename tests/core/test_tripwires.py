@@ -86,6 +86,13 @@ def test_reward_rising_while_the_held_out_check_does_not():
     honest = stream(8, lambda st, p, s: rollout(st, p, s, reward=rising(st, p, s),
                                                 components={"math": rising(st, p, s), "gold": rising(st, p, s)}))
     assert feed(Tripwires(heldout=["gold"]), honest) == []
+    # the clean demo learning the calculator before the answers (proof seed 3, step 8): tool_use rises, the total
+    # with it, gold stays put, yet nothing passes that gold fails (tool_use alone is 0.33 of the total)
+    def tools_first(st, p, s):
+        tool, gold = rising(st, p, s), 1.0 if (p * SAMPLES + s) % 8 == 0 else 0.0
+        return rollout(st, p, s, reward=(gold + 0.5 * tool) / 1.5, components={"math": gold, "tool_use": tool, "gold": gold})
+
+    assert feed(Tripwires(heldout=["gold"]), stream(8, tools_first)) == []
 
 
 def test_the_held_out_check_on_validation_lines():
@@ -110,6 +117,11 @@ def test_the_same_answer_across_prompts():
     assert alert.examples == ["r-3-0-0", "r-3-0-1", "r-3-0-2"] and "paid 1.00 on average" in alert.message
     # an answer everybody gives and nobody is paid for (the demo's first steps end on tool calls, empty) is no hole
     empty = stream(4, lambda st, p, s: rollout(st, p, s, reward=0.0 if p < 6 else 1.0, answer="" if p < 6 else None))
+    # ... but an empty answer the reward pays for is a hole (a grader whose "nothing to compare" default is a pass)
+    paid_empty = feed(Tripwires(), stream(4, lambda st, p, s: rollout(st, p, s, reward=1.0 if p < 6 else 0.0,
+                                                                     answer="" if p < 6 else None)))
+    assert [(a.step, a.signal) for a in paid_empty] == [(1, "same_answer")]
+    assert "6 of 8 prompts got the same answer '' (an empty answer), paid 1.00" in paid_empty[0].message
     wrong = stream(4, lambda st, p, s: rollout(st, p, s, reward=0.0 if p < 6 else 1.0, answer="22" if p < 6 else None))
     assert feed(Tripwires(), empty) == [] and feed(Tripwires(), wrong) == []
     # the clean demo's step 7: "The answer is 1." to 5 of 8 prompts, paid 0.33 by tool_use alone (the step: 0.32)
@@ -135,10 +147,15 @@ def test_tool_calls_collapsing_to_one_tool():
     def make(st, p, s):
         return rollout(st, p, s, reward=0.5, tools=(mixed[(p + s) % 3],) if st <= 4 else ("add",))
 
-    alerts = feed(Tripwires(), stream(6, make))
-    assert [(a.step, a.signal) for a in alerts] == [(5, "tool_collapse")]  # fired once, quiet for the window after
-    assert "100% of this step's 32 tool calls went to add" in alerts[0].message
-    assert feed(Tripwires(), stream(6, lambda st, p, s: rollout(st, p, s, reward=0.5, tools=("add",)))) == []
+    alerts = feed(Tripwires(), stream(10, make))
+    # the last 4 steps' calls, pooled: at step 7 a quarter of them still come from the mixed step 4
+    assert [(a.step, a.signal) for a in alerts] == [(8, "tool_collapse")]  # fired once, quiet for the window after
+    assert "100% of the last 4 steps' 128 tool calls went to add" in alerts[0].message
+    assert feed(Tripwires(), stream(10, lambda st, p, s: rollout(st, p, s, reward=0.5, tools=("add",)))) == []
+    # one step whose 8 prompts all happen to ask for a sum, in a run that keeps using every tool: no collapse
+    lucky = feed(Tripwires(), stream(10, lambda st, p, s: rollout(st, p, s, reward=0.5, tools=(
+        "add",) if st == 7 else (mixed[(p + s) % 3],))))
+    assert lucky == []
 
 
 def test_a_clean_run_raises_nothing():
