@@ -95,6 +95,22 @@ def no_signal(line: dict) -> str:
     return ""
 
 
+SAMPLER_MARGIN = 2.0  # nats a token above the policy's entropy
+
+
+def sampler_fault(line: dict) -> str:
+    """Why the rollout's tokens look sampled from another distribution than the trainer's model ("" when they do
+    not): at temperature 1 their mean -log p under the trainer's weights is about the policy's entropy; far above it
+    the rollout engine's sampling or its weights are wrong while its log-probs may still match the trainer's."""
+    ppl, entropy = line.get("rollout_log_ppl"), line.get("entropy")
+    if not isinstance(ppl, (int, float)) or not isinstance(entropy, (int, float)) or ppl <= entropy + SAMPLER_MARGIN:
+        return ""
+    return (f"the rollout's tokens are unlikely under the trainer's weights: {ppl:.2f} nats a token against a policy "
+            f"entropy of {entropy:.2f}, so the rollout engine samples from another distribution than the model it "
+            f"serves (a sampler or weight-sync fault; vLLM's CPU build did this with ATEN_CPU_CAPABILITY=avx2). Read a "
+            f"few rollouts; on a CPU agentrl.rollout=transformers avoids it. A temperature far above 1 also raises it")
+
+
 def last_complete_checkpoint(run_dir: Path) -> dict | None:
     path = RunDir(run_dir).checkpoint_status
     if not path.exists():
@@ -269,6 +285,7 @@ class Watcher:
         # off-policy runs: rollouts wait in logs/generated.jsonl until logs/trained.jsonl names their group
         self.placer = Placer(self.run_dir, group_size)
         self.silent_steps = 0  # consecutive training steps with no learning signal
+        self.sampler_warned = False
         self.log_file = RunDir(self.run_dir).training_log  # tool-server restarts the workers report are echoed
         self.log_offset = self.log_file.stat().st_size if self.log_file.exists() else 0
         self.tripwires = Tripwires(heldout=_heldout_rewards(self.run_dir))  # reward-hacking signals per step
@@ -335,6 +352,8 @@ class Watcher:
         line["verl"] = {k: _finite(v) for k, v in data.items() if not k.startswith("val") and _finite(v) is not None}
         if no_signal(line):
             line["warning"] = no_signal(line)
+        if sampler_fault(line):
+            line["rollout_warning"] = sampler_fault(line)
         alerts = self.tripwires.on_step(step, line, rollouts)
         if alerts:
             line["alerts"] = [a.to_dict() for a in alerts]
@@ -356,6 +375,9 @@ class Watcher:
               f"  tool calls/rollout {line.get('tool_calls_per_rollout') or 0:.2f}{extra}", file=self.out, flush=True)
         for alert in alerts:
             print(f"  {alert}", file=self.out, flush=True)
+        if line.get("rollout_warning") and not self.sampler_warned:
+            self.sampler_warned = True  # said once: it holds for every step of the run
+            print(f"  warning: step {step}: {line['rollout_warning']}", file=self.out, flush=True)
         why = line.get("warning", "")
         self.silent_steps = self.silent_steps + 1 if why else 0
         if why and self.silent_steps in (1, 5) or self.silent_steps and self.silent_steps % 20 == 0:

@@ -23,6 +23,8 @@ VERL_KEYS = {
     "generation_time": "timing_s/gen",
     "update_time": "timing_s/update_actor",
     "verl_score_mean": "critic/score/mean",
+    # the mean -log p, under the trainer's weights, of the tokens the rollout sampled (about the entropy at T=1)
+    "rollout_log_ppl": "rollout_corr/training_log_ppl",
 }
 
 # read when the first name is missing: with bypass mode (agentrl's CPU rollout) verl measures entropy in the update

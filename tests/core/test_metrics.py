@@ -197,12 +197,13 @@ def test_rewind_sets_aside_the_trained_groups_of_steps_past_the_checkpoint(tmp_p
     assert [r["step"] for r in read_jsonl(tmp_path / "logs" / "rewound.2.trained.jsonl")[0]] == [3]
 
 
-def _step_files(run, step, rewards_by_prompt, grad_norm, log_lines=()):
+def _step_files(run, step, rewards_by_prompt, grad_norm, log_lines=(), verl=None):
     """One step as verl and the agent loop leave it: verl's metric line, the step's rollouts, training.log."""
     logs = run / "logs"
     logs.mkdir(exist_ok=True)
     append_jsonl(logs / "verl_metrics.1.jsonl", {"step": step, "data": {
-        "actor/grad_norm": grad_norm, "actor/ppo_kl": 0.0, "actor/kl_loss": 0.01, "critic/score/mean": 0.0}})
+        "actor/grad_norm": grad_norm, "actor/ppo_kl": 0.0, "actor/kl_loss": 0.01, "critic/score/mean": 0.0,
+        **(verl or {})}})
     for prompt, rewards in rewards_by_prompt.items():
         for i, reward in enumerate(rewards):
             append_jsonl(run / "rollouts.jsonl", {"rollout_id": f"{step}-{prompt}-{i}", "prompt_id": prompt, "step": step,
@@ -291,3 +292,26 @@ def test_entropy_comes_from_the_update_when_verl_skips_its_old_log_prob_pass(tmp
     w.poll()
     lines = [_json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [(x["step"], x["entropy"]) for x in lines] == [(1, 0.25), (2, 0.75)]
+
+
+def test_a_rollout_that_samples_off_the_model_is_said_once(tmp_path):
+    """verl's rollout_corr/training_log_ppl far above the policy's entropy: the rollout engine samples from another
+    distribution than the model (as vLLM's CPU build did with ATEN_CPU_CAPABILITY=avx2: 12.9 nats against 0.41)."""
+    import io
+
+    from agentrl.metrics import Watcher
+
+    out = io.StringIO()
+    watcher = Watcher(tmp_path, attempt=1, total_steps=3, out=out)
+    rewards = {"a": [1.0, 0.0]}
+    _step_files(tmp_path, 1, rewards, 0.4, verl={"rollout_corr/training_log_ppl": 0.49, "actor/entropy": 0.35})
+    watcher.poll()
+    for step in (2, 3):
+        _step_files(tmp_path, step, rewards, 0.4, verl={"rollout_corr/training_log_ppl": 12.9, "actor/entropy": 0.41})
+        watcher.poll()
+    lines = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [x["rollout_log_ppl"] for x in lines] == [0.49, 12.9, 12.9]
+    assert "rollout_warning" not in lines[0]
+    assert all("12.90 nats a token against a policy entropy of 0.41" in x["rollout_warning"] for x in lines[1:])
+    console = out.getvalue()
+    assert console.count("rollout's tokens are unlikely") == 1 and "warning: step 2: the rollout's tokens" in console
