@@ -1,4 +1,4 @@
-"""The agentrl plugin: the ``bfcl`` dataset converter and the ``bfcl_ast`` reward.
+"""The agentrl plugin: the ``bfcl`` dataset converter and the ``bfcl_ast`` and ``bfcl_multi_turn`` rewards.
 
 Kept light: bfcl-eval is imported only when rows are converted or a rollout is scored.
 """
@@ -15,7 +15,9 @@ def register_dataset_converters(register):
 
 @hookimpl
 def register_rewards(register):
-    from agentrl_bfcl import ast_reward
+    from agentrl_bfcl import ast_reward, multi_turn_reward
 
     register("bfcl_ast", ast_reward.grade,
              description="BFCL single-turn rows (relevance/irrelevance included), scored by bfcl-eval's own AST checker")
+    register("bfcl_multi_turn", multi_turn_reward.grade,
+             description="BFCL multi-turn rows, scored by bfcl-eval's own multi-turn checker (state and response, turn by turn)")
