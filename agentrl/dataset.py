@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from agentrl.errors import AgentrlError
+from agentrl.scripted import scripted_turns
 
 ROLES = {"system", "user", "assistant", "tool"}
 
@@ -51,6 +52,7 @@ def _check_row(row: Any, where: str) -> dict:
         raise DatasetError(f"{where}: \"metadata\" must be an object, got {type(metadata).__name__}")
     try:
         declared_tools(metadata)
+        scripted_turns(metadata)
     except ValueError as exc:
         raise DatasetError(f"{where}: {exc}") from None
     return row

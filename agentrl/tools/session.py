@@ -83,12 +83,26 @@ class RolloutSession:
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
         self._tools: dict | None = None
+        self.held_back: set[str] = set()  # tools a later scripted user turn offers (agentrl.scripted)
+
+    def hold_back(self, names) -> None:
+        """Hide these tools (exposed or server-side names) until :meth:`offer` makes them available."""
+        self.held_back |= set(names)
+        self._tools = None
+
+    def offer(self, names) -> None:
+        """Make held-back tools available from now on (also past the rollout's ``allowed_tools``)."""
+        self.held_back -= set(names)
+        if self.allowed_tools is not None:
+            self.allowed_tools += [n for n in names if n not in self.allowed_tools]
+        self._tools = None
 
     async def tools(self) -> dict[str, tuple[str, Any]]:
         """Exposed name -> (server, ToolSpec), after the rollout's own restriction."""
         if self._tools is None:
             catalog = await self.hub.catalog(self)
-            self._tools = {n: st for n, st in catalog.items() if _allowed(n, st[0], st[1].name, self.allowed_tools)}
+            self._tools = {n: st for n, st in catalog.items() if _allowed(n, st[0], st[1].name, self.allowed_tools)
+                           and not {n, st[1].name} & self.held_back}
         return self._tools
 
     async def tool_schemas(self) -> list[dict]:
