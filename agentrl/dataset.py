@@ -53,6 +53,11 @@ def _check_row(row: Any, where: str) -> dict:
     try:
         declared_tools(metadata)
         scripted_turns(metadata)
+        setup = metadata.get("tool_setup", [])  # calls that set a stateful server up from the row (episode.py)
+        if not isinstance(setup, list) or not all(isinstance(c, dict) and isinstance(c.get("name"), str)
+                                                  and isinstance(c.get("arguments", {}), dict) for c in setup):
+            raise ValueError(f"metadata.tool_setup must be a list of {{\"name\": tool, \"arguments\": {{...}}}}, "
+                             f"got {json.dumps(setup)[:120]}")
     except ValueError as exc:
         raise DatasetError(f"{where}: {exc}") from None
     return row

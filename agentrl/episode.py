@@ -7,7 +7,8 @@
 One sample, start to end:
 1. the row (``agentrl.dataset.loop_record``: messages, metadata, id, source, split, fields) becomes the
    ``item`` rewards see;
-2. a per-rollout MCP session opens; its tool schemas go to the policy, which builds the prompt;
+2. a per-rollout MCP session opens (the row's ``metadata.tool_setup`` calls, unseen by the model, initialise
+   stateful servers from the row); its tool schemas go to the policy, which builds the prompt;
 3. each assistant turn comes from the policy (text plus the tool calls its parser found);
 4. tool calls run concurrently through the ToolHub, within the turn and rollout budgets; calls the parser
    could not decode get an error result the model can read; calls to the row's declared tools
@@ -184,6 +185,10 @@ class Episode:
         scripted = scripted_turns(item.metadata)  # the row's later user turns (agentrl.scripted)
         if held_back(scripted) and hasattr(session, "hold_back"):
             session.hold_back(held_back(scripted))
+        setup = item.metadata.get("tool_setup")  # calls that initialise stateful servers from the row, unseen
+        if setup and has_tools:
+            session.hold_back(c["name"] for c in setup)
+            await session.setup(unwrap(setup))
         schemas = [s for s in await session.tool_schemas() or [] if s["function"]["name"] not in declared]
         schemas = schemas + list(declared.values()) or None
         await self.policy.start(st.messages, schemas)

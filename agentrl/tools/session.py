@@ -97,6 +97,23 @@ class RolloutSession:
             self.allowed_tools += [n for n in names if n not in self.allowed_tools]
         self._tools = None
 
+    async def setup(self, calls: list[dict]) -> None:
+        """Calls made before the model's first turn and never shown to it (a row's ``metadata.tool_setup``):
+        a stateful environment initialised from the row. A setup that fails leaves the rollout unscorable."""
+        catalog = await self.hub.catalog(self)
+        for n, call in enumerate(calls):
+            name = call.get("name")
+            if name not in catalog:
+                raise ToolInfraError("(setup)", f"metadata.tool_setup[{n}] calls {name!r}, which no tool server of "
+                                     f"this run offers (served: {', '.join(sorted(catalog))[:300] or 'none'}); "
+                                     f"add the server that provides it to the config's tools", "setup")
+            server, spec = catalog[name]
+            outcome = await self.hub.invoke(server, spec.name, call.get("arguments") or {}, self.rollout_id, self,
+                                            call_id=f"setup{n}")
+            if outcome.is_error:
+                raise ToolInfraError(server, f"metadata.tool_setup[{n}] ({name!r}) failed: {outcome.content[:500]}",
+                                     "setup")
+
     async def tools(self) -> dict[str, tuple[str, Any]]:
         """Exposed name -> (server, ToolSpec), after the rollout's own restriction."""
         if self._tools is None:

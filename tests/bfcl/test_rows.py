@@ -81,6 +81,10 @@ def test_every_row_of_every_multi_turn_category(category):
             else:
                 assert turn == question
         assert meta["bfcl"]["initial_config"] == entry["initial_config"]
+        (setup,) = meta["tool_setup"]  # the environment server's state, loaded before the first turn
+        assert setup == {"name": "bfcl_load_scenario", "arguments": {
+            "id": entry["id"], "initial_config": entry["initial_config"], "involved_classes": entry["involved_classes"],
+            "long_context": category == "multi_turn_long_context"}}
         assert meta["bfcl"]["involved_classes"] == entry["involved_classes"]
         assert meta["bfcl"]["ground_truth"] == answer["ground_truth"]
         assert meta["bfcl_category"] == category and meta["split"] == split_of(row["id"])
@@ -115,3 +119,5 @@ def test_the_command_line_writes_checked_rows(tmp_path):
     assert check.returncode == 0, check.stdout + check.stderr
     listed = subprocess.run([agentrl, "plugins"], capture_output=True, text=True, check=True).stdout
     assert re.search(r"converter\s+bfcl\s+bfcl\s+agentrl-bfcl", listed)
+    for kind, name in (("reward", "bfcl_ast"), ("reward", "bfcl_multi_turn"), ("tool server", "bfcl")):
+        assert re.search(rf"{kind}\s+{name}\s+bfcl\s+agentrl-bfcl", listed), (kind, name)

@@ -26,6 +26,7 @@ Multi-turn categories (multi_turn_base, multi_turn_miss_func, multi_turn_miss_pa
      "messages": [{"role": "user", "content": "Move 'final_report.pdf' within document directory to 'temp' ..."}],
      "metadata": {"user_turns": [[{"role": "user", "content": "Perform a detailed search using grep ..."}], ...],
                   "allowed_tools": ["cd", "ls", "mkdir", ...],
+                  "tool_setup": [{"name": "bfcl_load_scenario", "arguments": {"id": ..., "initial_config": ...}}],
                   "split": "train", "bfcl_category": "multi_turn_base",
                   "bfcl": {"initial_config": {"GorillaFileSystem": {...}, "TwitterAPI": {...}},
                            "involved_classes": ["GorillaFileSystem", "TwitterAPI"],
@@ -33,7 +34,8 @@ Multi-turn categories (multi_turn_base, multi_turn_miss_func, multi_turn_miss_pa
 
 The first user turn is the row's messages; the later ones are ``metadata.user_turns``, sent one by one by the
 agent loop whenever the model ends its turn (scripted, no LLM). The functions are *served* (the ``bfcl``
-environment server runs them against the row's initial config) and ``allowed_tools`` names the ones offered at
+environment server, ``agentrl_bfcl.server``, runs them against the row's initial config, which the agent loop
+loads through ``tool_setup`` before the model's first turn) and ``allowed_tools`` names the ones offered at
 the start. A miss_func row holds some functions back: BFCL's empty user turn there becomes
 ``{"messages": [...], "tools": [names]}``, the message BFCL's prompting handlers send at that turn (the new
 function docs, then "I have updated some more functions you can choose from. What about now?"), and the
@@ -133,6 +135,9 @@ def _multi_turn_rows(category: str, part: str | None) -> Iterator[dict]:
             "metadata": {
                 "user_turns": turns,
                 "allowed_tools": [f["name"] for f in entry["function"]],
+                "tool_setup": [{"name": "bfcl_load_scenario", "arguments": {
+                    "id": entry["id"], "initial_config": entry["initial_config"],
+                    "involved_classes": entry["involved_classes"], "long_context": "long_context" in category}}],
                 "split": split,
                 "bfcl_category": category,
                 "bfcl": {"initial_config": entry["initial_config"], "involved_classes": entry["involved_classes"],
