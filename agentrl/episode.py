@@ -186,7 +186,12 @@ class Episode:
         if held_back(scripted) and hasattr(session, "hold_back"):
             session.hold_back(held_back(scripted))
         setup = item.metadata.get("tool_setup")  # calls that initialise stateful servers from the row, unseen
-        if setup and has_tools:
+        if setup:
+            if not has_tools:
+                from agentrl.tools import ToolInfraError
+
+                raise ToolInfraError("(setup)", f"the row's metadata.tool_setup calls {setup[0]['name']!r}, but this "
+                                     "run serves no tools; add the server that provides it to the config's tools", "setup")
             session.hold_back(c["name"] for c in setup)
             await session.setup(unwrap(setup))
         schemas = [s for s in await session.tool_schemas() or [] if s["function"]["name"] not in declared]

@@ -33,11 +33,13 @@ SCRIPT = textwrap.dedent("""
                                    "tools": ["multiply"]}]},
         "declared": {"declared_tools": [{"name": "get_weather", "parameters": {"type": "object"}}]},
         "bare": {},
+        "setup": {"tool_setup": [{"name": "load_scenario", "arguments": {"id": 1}}]},
     }
 
     class Scripted:
         def __init__(self, plan):
             self.versions, self.model_seconds, self.plan, self.turns, self.seen = {"global_steps": 1}, 0.0, plan, 0, []
+            self.tools = None  # never started when the rollout fails first
         async def start(self, messages, tools):
             self.tools = [t["function"]["name"] for t in tools or []]
         def room(self):
@@ -124,3 +126,9 @@ def test_the_shapes_of_a_scripted_turn():
 def test_malformed_scripted_turns_name_the_row_and_entry(turns, problem):
     with pytest.raises(DatasetError, match=problem):
         _check_row({"messages": [{"role": "user", "content": "hi"}], "metadata": {"user_turns": turns}}, "data.jsonl:2")
+
+
+def test_a_row_that_needs_setup_in_a_run_without_tool_servers_is_unscorable_and_says_why(tmp_path):
+    record = _episode(tmp_path, "chatty", "setup")["record"]
+    assert record["reward"] is None and record["stop_reason"] == "tool_infra_error"
+    assert "tool_setup calls 'load_scenario', but this run serves no tools" in record["unscorable"]
