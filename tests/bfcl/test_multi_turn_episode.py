@@ -8,6 +8,9 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
+
+import pytest
 
 SCRIPT = textwrap.dedent("""
     import asyncio, json, sys
@@ -36,7 +39,7 @@ SCRIPT = textwrap.dedent("""
         async def finish(self, prompt):
             return 7
 
-    async def main(run_dir, row_id, change):
+    async def episode(run_dir, row_id, change):
         category = row_id.rsplit("_", 1)[0]
         row = next(r for r in rows(category) if r["id"] == row_id)
         methods = _methods(row["metadata"]["bfcl"]["involved_classes"])
@@ -57,17 +60,27 @@ SCRIPT = textwrap.dedent("""
                                                       {"temperature": 0})
         finally:
             await state.aclose()
-        print(json.dumps({"record": record.to_dict(), "offered": policy.offered}))
+        return {"record": record.to_dict(), "offered": policy.offered}
+
+    async def main(run_dir, cases):  # one process for every case: agentrl, verl and bfcl-eval imported once
+        got = {}
+        for row_id, change in json.loads(cases):
+            (__import__("pathlib").Path(run_dir) / f"{row_id}-{change}").mkdir()
+            got[f"{row_id}:{change}"] = await episode(f"{run_dir}/{row_id}-{change}", row_id, change)
+        print(json.dumps(got))
 
     asyncio.run(main(*sys.argv[1:]))
 """)
 
 
-def _run(tmp_path, row_id, change="none"):
-    run_dir = tmp_path / f"{row_id}-{change}"
-    run_dir.mkdir()
-    out = subprocess.run([sys.executable, "-c", SCRIPT, str(run_dir), row_id, change], capture_output=True,
-                         text=True, timeout=300, cwd=str(__import__("pathlib").Path(__file__).parents[1]))
+CASES = [("multi_turn_base_13", "none"), ("multi_turn_base_13", "wrong_argument"), ("multi_turn_base_13", "bad_setup"),
+         ("multi_turn_miss_func_0", "none"), ("multi_turn_miss_func_0", "early_held_back_call")]
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory):
+    out = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path_factory.mktemp("bfcl")), json.dumps(CASES)],
+                         capture_output=True, text=True, timeout=600, cwd=str(Path(__file__).parents[1]))
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.splitlines()[-1])
 
@@ -84,11 +97,11 @@ def _bfcl_results(row, calls):
                                          meta["involved_classes"], model, row["id"])[0][0] for c in calls]
 
 
-def test_a_multi_turn_row_played_and_scored_through_the_episode(tmp_path):
+def test_a_multi_turn_row_played_and_scored_through_the_episode(played):
     from agentrl_bfcl.rows import rows
 
     row = next(r for r in rows("multi_turn_base") if r["id"] == "multi_turn_base_13")
-    got = _run(tmp_path, row["id"])
+    got = played["multi_turn_base_13:none"]
     record = got["record"]
     # the row's classes' functions (in the server's order, not BFCL's), never the setup tool
     assert sorted(got["offered"]) == sorted(row["metadata"]["allowed_tools"])
@@ -98,16 +111,17 @@ def test_a_multi_turn_row_played_and_scored_through_the_episode(tmp_path):
     results = [r["content"] for s in record["trajectory"] for r in s.get("tool_results", [])]
     assert [c["name"] for c in calls] == ["cd", "tail", "diff"]
     assert results == _bfcl_results(row, calls)  # the server's results are BFCL's own execution, state carried on
-    assert _run(tmp_path, row["id"], "wrong_argument")["record"]["components"] == {"bfcl_multi_turn": 0.0}
+    assert played["multi_turn_base_13:wrong_argument"]["record"]["components"] == {"bfcl_multi_turn": 0.0}
 
 
-def test_a_miss_func_row_offers_the_held_back_function_at_its_turn(tmp_path):
+def test_a_miss_func_row_offers_the_held_back_function_at_its_turn(played):
     from agentrl_bfcl.rows import rows
 
     row = next(r for r in rows("multi_turn_miss_func") if r["id"] == "multi_turn_miss_func_0")  # sort held back
-    got = _run(tmp_path, row["id"])
+    assert [t["tools"] for t in row["metadata"]["user_turns"] if isinstance(t, dict)] == [["sort"]]
+    got = played["multi_turn_miss_func_0:none"]
     assert "sort" not in got["offered"] and got["record"]["components"] == {"bfcl_multi_turn": 1.0}
-    early = _run(tmp_path, row["id"], "early_held_back_call")["record"]
+    early = played["multi_turn_miss_func_0:early_held_back_call"]["record"]
     (refused,) = [r for s in early["trajectory"] for r in s.get("tool_results", []) if r["name"] == "sort"][:1]
     assert refused["is_error"] and "unknown tool 'sort'" in refused["content"]
     # graded as bfcl-eval's checker grades it: it replays every recorded call (the refused one too: BFCL's own
@@ -115,8 +129,8 @@ def test_a_miss_func_row_offers_the_held_back_function_at_its_turn(tmp_path):
     assert early["components"] == {"bfcl_multi_turn": 1.0}
 
 
-def test_a_setup_the_server_refuses_leaves_the_rollout_unscorable_not_zero(tmp_path):
-    record = _run(tmp_path, "multi_turn_base_13", "bad_setup")["record"]
+def test_a_setup_the_server_refuses_leaves_the_rollout_unscorable_not_zero(played):
+    record = played["multi_turn_base_13:bad_setup"]["record"]
     assert record["reward"] is None and record["stop_reason"] == "tool_infra_error"
     assert "tool_setup[0] ('bfcl_load_scenario') failed" in record["unscorable"] and "NoSuchAPI" in record["unscorable"]
     assert record["tool_calls"] == 0 and record["user_turns"] == 0  # the model never had a turn

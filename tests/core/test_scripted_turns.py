@@ -54,7 +54,7 @@ SCRIPT = textwrap.dedent("""
         async def finish(self, prompt):
             return 5
 
-    async def main(run_dir, plan, row, max_turns):
+    async def episode(run_dir, plan, row, max_turns):
         spec = RunSpec(run_dir=run_dir, tools=["calculator"] if row == "served" else [],
                        rewards=[{"name": "tool_use"}], agent=AgentSettings(max_turns=int(max_turns)))
         state, policy = WorkerState(spec), Scripted(PLANS[plan])
@@ -63,21 +63,33 @@ SCRIPT = textwrap.dedent("""
             record = await Episode(state, policy).run(row, {"temperature": 1.0})
         finally:
             await state.aclose()
-        print(json.dumps({"record": record.to_dict(), "tools": policy.tools, "seen": policy.seen}))
+        return {"record": record.to_dict(), "tools": policy.tools, "seen": policy.seen}
+
+    async def main(run_dir, cases):  # one process for every case: agentrl and verl are imported once
+        got = {}
+        for key, (plan, row, max_turns) in json.loads(cases).items():
+            (__import__("pathlib").Path(run_dir) / key).mkdir()
+            got[key] = await episode(f"{run_dir}/{key}", plan, row, max_turns)
+        print(json.dumps(got))
 
     asyncio.run(main(*sys.argv[1:]))
 """)
 
 
-def _episode(tmp_path, plan: str, row: str, max_turns: int = 8) -> dict:
-    out = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path), plan, row, str(max_turns)],
-                         capture_output=True, text=True, timeout=120)
+CASES = {"all": ("all", "served", 8), "budget2": ("chatty", "served", 2), "budget4": ("chatty", "served", 4),
+         "declared": ("unknown", "declared", 8), "bare": ("unknown", "bare", 8), "setup": ("chatty", "setup", 8)}
+
+
+@pytest.fixture(scope="module")
+def episodes(tmp_path_factory) -> dict:
+    out = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path_factory.mktemp("scripted")), json.dumps(CASES)],
+                         capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.splitlines()[-1])
 
 
-def test_each_plain_answer_gets_the_next_scripted_turn_and_held_back_tools_arrive_with_theirs(tmp_path):
-    got = _episode(tmp_path, "all", "served")
+def test_each_plain_answer_gets_the_next_scripted_turn_and_held_back_tools_arrive_with_theirs(episodes):
+    got = episodes["all"]
     record, steps = got["record"], got["record"]["trajectory"]
     assert got["tools"] == ["add"]  # multiply is served, but held back until the second scripted turn
     assert [s.get("user_reply") for s in steps] == [
@@ -91,21 +103,21 @@ def test_each_plain_answer_gets_the_next_scripted_turn_and_held_back_tools_arriv
     assert record["user_turns"] == 2 and record["stop_reason"] == "answered" and record["messages"][-1]["content"] == "20."
 
 
-def test_scripted_turns_stay_within_the_turn_budget(tmp_path):
-    record = _episode(tmp_path, "chatty", "served", max_turns=2)["record"]
+def test_scripted_turns_stay_within_the_turn_budget(episodes):
+    record = episodes["budget2"]["record"]
     assert [s.get("user_reply") for s in record["trajectory"]] == ["Now multiply that by 4.", "You may use multiply now."]
     assert record["stop_reason"] == "turn_budget" and record["user_turns"] == 2
-    record = _episode(tmp_path, "chatty", "served", max_turns=4)["record"]  # turns left over: the episode ends
+    record = episodes["budget4"]["record"]  # 4 turns for 2 scripted turns: the third plain answer ends it
     assert len(record["trajectory"]) == 3 and record["stop_reason"] == "answered"
 
 
-def test_a_call_to_a_name_neither_declared_nor_served_says_so(tmp_path):
-    declared = _episode(tmp_path, "unknown", "declared")["record"]
+def test_a_call_to_a_name_neither_declared_nor_served_says_so(episodes):
+    declared = episodes["declared"]["record"]
     (step,) = declared["trajectory"]  # the calls of a row that declares tools are its answer, as BFCL reads it
     assert declared["stop_reason"] == "declared_call"
     assert step["tool_results"][0]["content"] == ("error: unknown tool 'lookup': this row declares get_weather "
                                                   "and no tool server runs here")
-    bare = _episode(tmp_path, "unknown", "bare")["record"]
+    bare = episodes["bare"]["record"]
     assert "no tool servers are configured for this run" in bare["trajectory"][0]["tool_results"][0]["content"]
     assert bare["stop_reason"] == "answered" and len(bare["trajectory"]) == 2  # told, and it answered
 
@@ -128,7 +140,7 @@ def test_malformed_scripted_turns_name_the_row_and_entry(turns, problem):
         _check_row({"messages": [{"role": "user", "content": "hi"}], "metadata": {"user_turns": turns}}, "data.jsonl:2")
 
 
-def test_a_row_that_needs_setup_in_a_run_without_tool_servers_is_unscorable_and_says_why(tmp_path):
-    record = _episode(tmp_path, "chatty", "setup")["record"]
+def test_a_row_that_needs_setup_in_a_run_without_tool_servers_is_unscorable_and_says_why(episodes):
+    record = episodes["setup"]["record"]
     assert record["reward"] is None and record["stop_reason"] == "tool_infra_error"
     assert "tool_setup calls 'load_scenario', but this run serves no tools" in record["unscorable"]
