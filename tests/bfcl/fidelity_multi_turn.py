@@ -3,7 +3,7 @@ user-turn boundaries the agent loop records, then ``bfcl_multi_turn``) and by bf
 (``_evaluate_single_multi_turn_entry`` with its Hermes-format function-calling handler, ``QwenFCHandler``), for
 every row of every multi-turn category.
 
-    python tests/bfcl/fidelity_multi_turn.py     # prints the agreement table the README quotes
+    cd tests && python -m bfcl.fidelity_multi_turn     # prints the agreement table the README quotes
 
 A model output is a list of user turns, each a list of assistant steps (the text of one turn with ``<tool_call>``
 blocks); every turn ends with a step that calls nothing, after which the next user turn is sent. Per row:
@@ -117,7 +117,7 @@ def agentrl_scores(texts: list[tuple[dict, list[list[str]]]]) -> list[float]:
             logging.disable(logging.NOTSET)
 
     parsed = iter(asyncio.run(parse_all()))
-    scores = []
+    scores, items = [], {}
     for row, turns in texts:
         steps = []
         for n, turn in enumerate(turns):
@@ -128,8 +128,9 @@ def agentrl_scores(texts: list[tuple[dict, list[list[str]]]]) -> list[float]:
                                                          for k, c in enumerate(calls)]))
             if n < len(row["metadata"]["user_turns"]):
                 steps[-1]["user_reply"] = "(the row's next user turn)"
-        item = make_item(row["messages"], row["metadata"], id=row["id"])
-        scores.append(multi_turn_reward.grade(make_sample("r", steps), item))
+        if row["id"] not in items:  # one item per row, as the reward sees one row's rollouts
+            items[row["id"]] = make_item(row["messages"], row["metadata"], id=row["id"])
+        scores.append(multi_turn_reward.grade(make_sample("r", steps), items[row["id"]]))
     return scores
 
 
