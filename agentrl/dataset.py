@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from agentrl.errors import AgentrlError
+from agentrl.scripted import scripted_turns
 
 ROLES = {"system", "user", "assistant", "tool"}
 
@@ -51,6 +52,12 @@ def _check_row(row: Any, where: str) -> dict:
         raise DatasetError(f"{where}: \"metadata\" must be an object, got {type(metadata).__name__}")
     try:
         declared_tools(metadata)
+        scripted_turns(metadata)
+        setup = metadata.get("tool_setup", [])  # calls that set a stateful server up from the row (episode.py)
+        if not isinstance(setup, list) or not all(isinstance(c, dict) and isinstance(c.get("name"), str)
+                                                  and isinstance(c.get("arguments", {}), dict) for c in setup):
+            raise ValueError(f"metadata.tool_setup must be a list of {{\"name\": tool, \"arguments\": {{...}}}}, "
+                             f"got {json.dumps(setup)[:120]}")
     except ValueError as exc:
         raise DatasetError(f"{where}: {exc}") from None
     return row

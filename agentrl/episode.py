@@ -7,12 +7,14 @@
 One sample, start to end:
 1. the row (``agentrl.dataset.loop_record``: messages, metadata, id, source, split, fields) becomes the
    ``item`` rewards see;
-2. a per-rollout MCP session opens; its tool schemas go to the policy, which builds the prompt;
+2. a per-rollout MCP session opens (the row's ``metadata.tool_setup`` calls, unseen by the model, initialise
+   stateful servers from the row); its tool schemas go to the policy, which builds the prompt;
 3. each assistant turn comes from the policy (text plus the tool calls its parser found);
 4. tool calls run concurrently through the ToolHub, within the turn and rollout budgets; calls the parser
    could not decode get an error result the model can read; calls to the row's declared tools
    (``metadata.declared_tools``: offered, never run) are recorded for the rewards and end the episode;
-5. optionally a simulated user (an LLM through litellm) answers turns that call no tool;
+5. a turn that calls no tool gets the row's next scripted user turn (``metadata.user_turns``,
+   :mod:`agentrl.scripted`), or else optionally a simulated user's reply (an LLM through litellm);
 6. the finished trajectory becomes the ``sample`` and the RewardSet scores it;
 7. the record is appended to the run directory's ``rollouts.jsonl`` and returned.
 
@@ -177,12 +179,25 @@ class Episode:
     async def _converse(self, st: _Progress, session: Any, has_tools: bool, item: Any,
                         sampling_params: dict[str, Any]) -> None:
         from agentrl.dataset import declared_tools
+        from agentrl.scripted import held_back, scripted_turns
 
         declared = declared_tools(item.metadata)  # offered, never run: a served tool of the same name is hidden
+        scripted = scripted_turns(item.metadata)  # the row's later user turns (agentrl.scripted)
+        if held_back(scripted) and hasattr(session, "hold_back"):
+            session.hold_back(held_back(scripted))
+        setup = item.metadata.get("tool_setup")  # calls that initialise stateful servers from the row, unseen
+        if setup:
+            if not has_tools:
+                from agentrl.tools import ToolInfraError
+
+                raise ToolInfraError("(setup)", f"the row's metadata.tool_setup calls {setup[0]['name']!r}, but this "
+                                     "run serves no tools; add the server that provides it to the config's tools", "setup")
+            session.hold_back(c["name"] for c in setup)
+            await session.setup(unwrap(setup))
         schemas = [s for s in await session.tool_schemas() or [] if s["function"]["name"] not in declared]
         schemas = schemas + list(declared.values()) or None
         await self.policy.start(st.messages, schemas)
-        user = self.state.simulated_user()
+        user = None if scripted else self.state.simulated_user()
         for turn in range(self.agent.max_turns):
             room = self.policy.room()
             if room <= 0:
@@ -199,8 +214,17 @@ class Episode:
             # calls that could not be read or carry what JSON cannot: the model is told why, in its own format
             results = [self._error(st, f"malformed{n}", "(unparsed)", self.family.malformed_message(why))
                        for n, why in enumerate(said.malformed)]
-            if not calls and not results:  # a plain answer: done, unless a simulated user replies
+            if not calls and not results:  # a plain answer: done, unless a scripted or simulated user replies
                 st.messages.append({"role": "assistant", "content": said.answer})
+                if scripted:
+                    nxt = scripted.pop(0)
+                    step["user_reply"] = nxt.text
+                    st.user_turns += 1
+                    if nxt.tools and hasattr(session, "offer"):
+                        session.offer(nxt.tools)
+                    if not await self._append(st, nxt.messages, schemas):
+                        return
+                    continue
                 reply = await user.next_message(st.messages, dict(item.metadata)) if user else None
                 if reply is None:
                     return
@@ -212,7 +236,8 @@ class Episode:
             results += await self._run_tools(st, step, assistant, calls, session, has_tools, unparsed=results,
                                              declared=declared)
             step["tool_results"] = results
-            if any(c["name"] in declared for c in step["tool_calls"]):  # the declared calls are the answer
+            # the declared calls are the answer; with nothing served, so is any call of a row that declares tools
+            if declared and step["tool_calls"] and (not has_tools or any(c["name"] in declared for c in step["tool_calls"])):
                 st.stop_reason = "declared_call"
                 return
             if turn == self.agent.max_turns - 1:
@@ -257,8 +282,10 @@ class Episode:
         if tool_calls and has_tools:
             results = [r.to_dict() for r in await session.call_many(tool_calls)]
         else:
-            results = [{"id": c.id, "name": c.name, "is_error": True,
-                        "content": "error: no tools are configured for this run"} for c in tool_calls]
+            results = [{"id": c.id, "name": c.name, "is_error": True, "content": f"error: unknown tool {c.name!r}: " + (
+                f"this row declares {', '.join(declared)} and no tool server runs here" if declared else
+                "no tool servers are configured for this run, so no tool can be called; answer in text")}
+                for c in tool_calls]
         st.tool_seconds += time.perf_counter() - started
         return results + refused
 

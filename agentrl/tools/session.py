@@ -83,12 +83,43 @@ class RolloutSession:
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
         self._tools: dict | None = None
+        self.held_back: set[str] = set()  # tools a later scripted user turn offers (agentrl.scripted)
+
+    def hold_back(self, names) -> None:
+        """Hide these tools (exposed or server-side names) until :meth:`offer` makes them available."""
+        self.held_back |= set(names)
+        self._tools = None
+
+    def offer(self, names) -> None:
+        """Make held-back tools available from now on (also past the rollout's ``allowed_tools``)."""
+        self.held_back -= set(names)
+        if self.allowed_tools is not None:
+            self.allowed_tools += [n for n in names if n not in self.allowed_tools]
+        self._tools = None
+
+    async def setup(self, calls: list[dict]) -> None:
+        """Calls made before the model's first turn and never shown to it (a row's ``metadata.tool_setup``):
+        a stateful environment initialised from the row. A setup that fails leaves the rollout unscorable."""
+        catalog = await self.hub.catalog(self)
+        for n, call in enumerate(calls):
+            name = call.get("name")
+            if name not in catalog:
+                raise ToolInfraError("(setup)", f"metadata.tool_setup[{n}] calls {name!r}, which no tool server of "
+                                     f"this run offers (served: {', '.join(sorted(catalog))[:300] or 'none'}); "
+                                     f"add the server that provides it to the config's tools", "setup")
+            server, spec = catalog[name]
+            outcome = await self.hub.invoke(server, spec.name, call.get("arguments") or {}, self.rollout_id, self,
+                                            call_id=f"setup{n}")
+            if outcome.is_error:
+                raise ToolInfraError(server, f"metadata.tool_setup[{n}] ({name!r}) failed: {outcome.content[:500]}",
+                                     "setup")
 
     async def tools(self) -> dict[str, tuple[str, Any]]:
         """Exposed name -> (server, ToolSpec), after the rollout's own restriction."""
         if self._tools is None:
             catalog = await self.hub.catalog(self)
-            self._tools = {n: st for n, st in catalog.items() if _allowed(n, st[0], st[1].name, self.allowed_tools)}
+            self._tools = {n: st for n, st in catalog.items() if _allowed(n, st[0], st[1].name, self.allowed_tools)
+                           and not {n, st[1].name} & self.held_back}
         return self._tools
 
     async def tool_schemas(self) -> list[dict]:

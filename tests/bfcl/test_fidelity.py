@@ -83,7 +83,7 @@ def test_the_reward_is_registered_and_reads_rows_as_converted():
 
 def test_a_checker_failure_is_unscorable_not_zero():
     row = next(rows("simple_python"))
-    metadata = {**row["metadata"], "bfcl_category": "multi_turn_base"}  # not a category this reward scores
+    metadata = {**row["metadata"], "bfcl_category": "simple_java"}  # not a category this reward scores
     step = make_step("", tool_calls=[{"id": "d0", "name": "calculate_triangle_area", "arguments": {"base": 10}}])
-    with pytest.raises(Unscorable, match="multi_turn_base"):
+    with pytest.raises(Unscorable, match="simple_java"):
         ast_reward.grade(make_sample("r", [step]), make_item(row["messages"], metadata, id=row["id"]))

@@ -60,13 +60,44 @@ def test_split_by_id_is_a_partition_and_about_a_fifth():
     assert split_of("simple_python_2") == "heldout"  # sha256("simple_python_2") % 5 == 0, fixed forever
 
 
-def test_unknown_and_multi_turn_categories_fail_before_anything_is_written(tmp_path):
+@pytest.mark.parametrize("category", bfcl.MULTI_TURN)
+def test_every_row_of_every_multi_turn_category(category):
+    source = _file_rows(category)
+    answers = _file_rows(category, DATA / "possible_answer")
+    made = list(rows(category))
+    assert [r["id"] for r in made] == [r["id"] for r in source] == [a["id"] for a in answers]
+    for row, entry, answer in zip(made, source, answers):
+        meta = row["metadata"]
+        assert row["messages"] == entry["question"][0]
+        assert len(meta["user_turns"]) == len(entry["question"]) - 1 == len(answer["ground_truth"]) - 1
+        docs = {f["name"]: f for f in meta["bfcl"]["functions"]}
+        held = entry.get("missed_function", {})
+        assert set(meta["allowed_tools"]) == set(docs) and not set(docs) & {n for ns in held.values() for n in ns}
+        for n, (turn, question) in enumerate(zip(meta["user_turns"], entry["question"][1:]), start=1):
+            if str(n) in held:  # BFCL's empty turn: the held-back docs, offered from here on
+                assert question == [] and turn["tools"] == held[str(n)]
+                assert turn["messages"][0]["content"].endswith("What about now?")
+                assert all(f"'name': '{name}'" in turn["messages"][0]["content"] for name in held[str(n)])
+            else:
+                assert turn == question
+        assert meta["bfcl"]["initial_config"] == entry["initial_config"]
+        (setup,) = meta["tool_setup"]  # the environment server's state, loaded before the first turn
+        assert setup == {"name": "bfcl_load_scenario", "arguments": {
+            "id": entry["id"], "initial_config": entry["initial_config"], "involved_classes": entry["involved_classes"],
+            "long_context": category == "multi_turn_long_context"}}
+        assert meta["bfcl"]["involved_classes"] == entry["involved_classes"]
+        assert meta["bfcl"]["ground_truth"] == answer["ground_truth"]
+        assert meta["bfcl_category"] == category and meta["split"] == split_of(row["id"])
+    assert (category == "multi_turn_miss_func") == any(e.get("missed_function") for e in source)
+
+
+def test_unknown_categories_fail_before_anything_is_written(tmp_path):
     plugins.reset_plugin_manager(plugins.new_plugin_manager(agentrl_bfcl.plugin))
     try:
         with pytest.raises(ConvertError, match=r"unknown BFCL category 'simple'.*simple_python"):
             convert_from("bfcl", "simple", str(tmp_path / "x.jsonl"))
-        with pytest.raises(ConvertError, match="multi-turn category"):
-            convert_from("bfcl", "multi_turn_base", str(tmp_path / "x.jsonl"))
+        with pytest.raises(ConvertError, match=r"unknown BFCL category 'multi_turn'.*multi_turn_base"):
+            convert_from("bfcl", "multi_turn", str(tmp_path / "x.jsonl"))
         with pytest.raises(ConvertError, match="simple_python:train or simple_python:heldout"):
             convert_from("bfcl", "simple_python:test", str(tmp_path / "x.jsonl"))
         with pytest.raises(plugins.PluginError, match="Did you mean 'bfcl'"):
@@ -88,3 +119,5 @@ def test_the_command_line_writes_checked_rows(tmp_path):
     assert check.returncode == 0, check.stdout + check.stderr
     listed = subprocess.run([agentrl, "plugins"], capture_output=True, text=True, check=True).stdout
     assert re.search(r"converter\s+bfcl\s+bfcl\s+agentrl-bfcl", listed)
+    for kind, name in (("reward", "bfcl_ast"), ("reward", "bfcl_multi_turn"), ("tool server", "bfcl")):
+        assert re.search(rf"{kind}\s+{name}\s+bfcl\s+agentrl-bfcl", listed), (kind, name)

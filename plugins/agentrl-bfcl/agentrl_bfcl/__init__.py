@@ -6,7 +6,9 @@
 
 Rows come from bfcl-eval's own data files through its own loaders (``agentrl_bfcl.rows``), and the
 ``bfcl_ast`` reward scores the calls a rollout made with bfcl-eval's own AST checker (``agentrl_bfcl.ast_reward``),
-reached without its model registry (``agentrl_bfcl.bfcl``).
+reached without its model registry (``agentrl_bfcl.bfcl``). Multi-turn rows are played against BFCL's own
+environments served as the ``bfcl`` MCP server (``agentrl_bfcl.server``) and scored by ``bfcl_multi_turn``
+(``agentrl_bfcl.multi_turn_reward``), bfcl-eval's multi-turn checker.
 """
 
 __version__ = "0.1.0"

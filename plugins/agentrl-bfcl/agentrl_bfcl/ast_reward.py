@@ -17,7 +17,8 @@ and a call whose arguments are not an object fails decoding in both. Then, as bf
   function docs and possible answer, Python as the language, and names read with "." as "_"
   (``agentrl_bfcl.bfcl.MODEL``).
 
-Rows without ``metadata.bfcl`` are not this reward's: it returns None (not applicable). A checker that raises is
+Rows without ``metadata.bfcl``, and multi-turn rows (``bfcl_multi_turn`` scores those), are not this reward's:
+it returns None (not applicable). A checker that raises is
 "could not score" (:class:`~agentrl.rewards.errors.Unscorable`), never 0.
 """
 
@@ -73,9 +74,9 @@ def score_output(category: str, functions: list, possible_answer: list | None, o
 def grade(sample: Any, item: Any) -> float | None:
     metadata = item.get("metadata") or {}
     row = metadata.get("bfcl")
-    if not isinstance(row, dict):
-        return None
     category = metadata.get("bfcl_category")
+    if not isinstance(row, dict) or category in bfcl.MULTI_TURN:
+        return None
     try:
         output: list | Exception = first_turn_output(sample)
     except _Undecodable as exc:

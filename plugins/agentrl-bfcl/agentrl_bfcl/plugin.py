@@ -1,7 +1,10 @@
-"""The agentrl plugin: the ``bfcl`` dataset converter and the ``bfcl_ast`` reward.
+"""The agentrl plugin: the ``bfcl`` dataset converter, the ``bfcl_ast`` and ``bfcl_multi_turn`` rewards and the
+``bfcl`` tool server (BFCL's multi-turn environments, one process per rollout).
 
-Kept light: bfcl-eval is imported only when rows are converted or a rollout is scored.
+Kept light: bfcl-eval is imported only when rows are converted, a rollout is scored or the server runs.
 """
+
+import sys
 
 from agentrl.hookspecs import hookimpl
 
@@ -15,7 +18,16 @@ def register_dataset_converters(register):
 
 @hookimpl
 def register_rewards(register):
-    from agentrl_bfcl import ast_reward
+    from agentrl_bfcl import ast_reward, multi_turn_reward
 
     register("bfcl_ast", ast_reward.grade,
              description="BFCL single-turn rows (relevance/irrelevance included), scored by bfcl-eval's own AST checker")
+    register("bfcl_multi_turn", multi_turn_reward.grade,
+             description="BFCL multi-turn rows, scored by bfcl-eval's own multi-turn checker (state and response, turn by turn)")
+
+
+@hookimpl
+def register_tool_servers(register):
+    register("bfcl", {"command": sys.executable, "args": ["-m", "agentrl_bfcl.server"], "stateful": True},
+             description="BFCL's multi-turn environments (file system, math, messages, posts, tickets, trading, "
+                         "travel, vehicle), one state per rollout from the row's initial config")
