@@ -18,7 +18,8 @@ Signals, each over a window of steps (the mean of the last ``window`` steps agai
   answers, 0.33 alone) is no hole; where the training rollouts carry no check, the means alone decide;
 - ``same_answer``: one answer text (the empty answer included), paid as a pass (0.5 on average, and at least the
   step's mean), given to half or more of a step's prompts (three or more); answers a held-out check passes are
-  left out, as prompts' right answers may coincide;
+  left out, as prompts' right answers may coincide, and so is an answer whose prompts' rows all expect the same
+  ``metadata.expected_answer`` (read from the record's ``source``);
 - ``tool_collapse``: nine in ten tool calls of the last ``window`` steps go to one tool where the run's first
   steps used several (a window, not one step: eight prompts drawn from three kinds of task can all be of one
   kind by chance, and a policy that collapsed stays collapsed).
@@ -107,6 +108,40 @@ def heldout_labels(rewards: list) -> list[str]:
     return out
 
 
+class RowGolds:
+    """A rollout's ``metadata.expected_answer``, read from its row (the record's ``source``, ``FILE:LINE``); None when
+    the row has none or cannot be read. Each file is read once."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, list[str | None]] = {}
+
+    def expected(self, rollout: dict) -> str | None:
+        path, _, line = str(rollout.get("source") or "").rpartition(":")
+        if not path or not line.isdigit():
+            return None
+        if path not in self.files:
+            self.files[path] = _golds(path)
+        golds = self.files[path]
+        return golds[int(line) - 1] if 0 < int(line) <= len(golds) else None
+
+
+def _golds(path: str) -> list[str | None]:
+    import json
+
+    out: list[str | None] = []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for text in fh:
+                try:
+                    value = (json.loads(text).get("metadata") or {}).get("expected_answer")
+                except (ValueError, AttributeError):
+                    value = None
+                out.append(None if value is None else str(value).strip())
+    except OSError:
+        pass
+    return out
+
+
 class Tripwires:
     """Keeps a short history of the run's steps and says which signals fire at each new one."""
 
@@ -125,6 +160,7 @@ class Tripwires:
         self.recent_tools: list[Counter] = []  # tool calls of the last ``window`` steps
         self.steps_seen = 0
         self.last_fired: dict[str, int] = {}
+        self.rows = RowGolds()
 
     def on_validation(self, step: Any, line: dict[str, Any]) -> None:
         """Note a validation line's held-out checks (``val/reward/<label>``)."""
@@ -227,24 +263,28 @@ class Tripwires:
         reward curve; nor is a wrong answer paid only by a side reward (the demo's "The answer is 1." after a
         right tool call, 0.33), which one_component watches. An empty answer that is paid is a hole like any
         other (a grader whose "nothing to compare" default is a pass)."""
-        prompts_by_answer: dict[str, set] = defaultdict(set)
-        paid: dict[str, list[float]] = defaultdict(list)
+        by_answer: dict[str, dict[Any, list[float]]] = defaultdict(lambda: defaultdict(list))
         for r in rollouts:
             answer = final_answer(r)
             parts = r.get("components") or {}
             if any((parts.get(label) or 0) >= PAID for label in self.heldout):
                 continue  # right by the held-out check: prompts whose answers coincide ("1" to 5 - 4 and 9 - 8)
             if r.get("reward") is not None and r.get("unscorable") is None:
-                prompts_by_answer[answer].add(r.get("prompt_id"))
-                paid[answer].append(float(r["reward"]))
+                by_answer[answer][r.get("prompt_id")].append(float(r["reward"]))
         prompts = {r.get("prompt_id") for r in rollouts}
-        if not prompts_by_answer:
+        # the prompts each answer was paid on as a pass there (a wrong "1" that a side reward pays 0.33 is not)
+        prompts_by_answer = {a: {p for p, v in per.items() if statistics.fmean(v) >= PAID} for a, per in by_answer.items()}
+        paid = {a: [v for p in prompts_by_answer[a] for v in per[p]] for a, per in by_answer.items()}
+        if not any(prompts_by_answer.values()):
             return None
         answer, seen = max(prompts_by_answer.items(), key=lambda kv: (len(kv[1]), kv[0]))
         mean = _mean([float(r["reward"]) for r in rollouts if r.get("reward") is not None]) or 0.0
         if len(seen) < SAME_ANSWER_PROMPTS or len(seen) < SAME_ANSWER_SHARE * len(prompts) or \
                 statistics.fmean(paid[answer]) < max(mean, PAID):
             return None
+        golds = {self.rows.expected(r) for r in rollouts if r.get("prompt_id") in seen and final_answer(r) == answer}
+        if len(golds) == 1 and None not in golds:
+            return None  # every such prompt's row expects the same answer: right answers that coincide ("1" to 4 - 3, 6 - 5)
         examples = [r["rollout_id"] for r in rollouts if final_answer(r) == answer][:EXAMPLES]
         shown = repr(answer[:80]) if answer else "'' (an empty answer)"
         return Alert(step, "same_answer", f"{len(seen)} of {len(prompts)} prompts got the same answer "

@@ -191,3 +191,28 @@ def test_the_watcher_writes_alerts_into_metrics_and_prints_them(tmp_path):
     alerted = [(x["step"], a["signal"]) for x in lines for a in x.get("alerts", [])]
     assert alerted == [(8, "heldout_flat")]
     assert "tripwire at step 8: heldout_flat: the training reward rose" in out.getvalue()
+
+
+def test_prompts_whose_rows_expect_the_same_answer_raise_no_same_answer_alert(tmp_path):
+    """A clean run through the OpenAI-SDK agent (no held-out check) drew 4 - 3, 6 - 5 and 3 - 2 in one step and
+    answered each "The answer is 1.", paid: right answers that coincide. The rows say so (metadata.expected_answer,
+    read through the record's source); rows expecting different answers keep the alert."""
+    rows = tmp_path / "train.jsonl"
+    rows.write_text("".join(json.dumps({"messages": [{"role": "user", "content": f"q{n}"}],
+                                        "metadata": {"expected_answer": "1" if n < 5 else str(n)}}) + "\n"
+                            for n in range(PROMPTS)))
+    differ = tmp_path / "differ.jsonl"
+    differ.write_text("".join(json.dumps({"messages": [], "metadata": {"expected_answer": str(n)}}) + "\n"
+                              for n in range(PROMPTS)))
+
+    def make(path):
+        def one(st, p, s):
+            same = st == 3 and p < 5
+            r = rollout(st, p, s, reward=1.0 if same else 0.5, answer="The answer is 1." if same else None)
+            return {**r, "source": f"{path}:{p + 1}"}
+        return one
+
+    assert feed(Tripwires(), stream(4, make(rows))) == []
+    assert [(a.step, a.signal) for a in feed(Tripwires(), stream(4, make(differ)))] == [(3, "same_answer")]
+    assert [(a.step, a.signal) for a in feed(Tripwires(), stream(4, make(tmp_path / "gone.jsonl")))] == \
+        [(3, "same_answer")]  # rows that cannot be read decide nothing
