@@ -134,7 +134,11 @@ def tool_limits_across_nodes(cluster: RayCluster, root: Path) -> dict:
                               env=cluster.env, capture_output=True, text=True, timeout=300)
     finally:
         server.terminate()
-        server.wait(10)
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:  # still answering a held call: end it
+            server.kill()
+            server.wait(10)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 

@@ -98,4 +98,5 @@ if __name__ == "__main__":
     parser.add_argument("--retry-after", default="1")
     a = parser.parse_args()
     OPTIONS.update(p50=a.p50, p99=a.p99, p429=a.p429, retry_after=a.retry_after)
-    uvicorn.run(app, host=a.host, port=a.port, log_level="warning", backlog=4096)
+    # a held call (``sleep``: 600) must not keep a SIGTERM waiting for it: the tests end the server by its pid
+    uvicorn.run(app, host=a.host, port=a.port, log_level="warning", backlog=4096, timeout_graceful_shutdown=1)
