@@ -25,6 +25,7 @@ from typing import Any, TextIO
 from agentrl.placement import Placer
 from agentrl.rundir import RunDir
 from agentrl.runlog import read_jsonl
+from agentrl.stepwarnings import no_signal, sampler_fault
 from agentrl.tripwires import Tripwires, heldout_labels
 from agentrl.verl.metric_names import SCORE_MEAN, TRAINING_PREFIXES, VALIDATION_PREFIX, VERL_FALLBACKS, VERL_KEYS
 
@@ -75,40 +76,6 @@ def zero_spread_share(scored: list[dict]) -> float | None:
         groups[r.get("prompt_id")].append(float(r["reward"]))
     sized = [g for g in groups.values() if len(g) > 1]
     return sum(max(g) - min(g) < 1e-9 for g in sized) / len(sized) if sized else None
-
-
-def no_signal(line: dict) -> str:
-    """Why a training step taught nothing ("" when it may have): every group's rewards equal, or a zero
-    gradient norm. The job page and the console say the same words."""
-    share, grad = line.get("frac_reward_zero_std"), line.get("grad_norm")
-    if share == 1.0:
-        mean = line.get("reward_mean")
-        return ("no learning signal: in every group the samples got the same reward"
-                + (f" (mean {mean:.2f})" if isinstance(mean, (int, float)) else "")
-                + ", so every GRPO advantage is 0 and the update changes nothing. If every sample was right, the "
-                  "prompts are learnt or too easy; if every one was wrong, make the task easier or the reward finer "
-                  "(partial credit), raise samples_per_prompt or the temperature, and check the reward on a few "
-                  "rollouts (`agentrl prior`)")
-    if grad == 0.0:
-        return ("no learning signal: the gradient norm is 0, so the update changes nothing (all advantages 0, "
-                "or every rollout left out as unscorable)")
-    return ""
-
-
-SAMPLER_MARGIN = 2.0  # nats a token above the policy's entropy
-
-
-def sampler_fault(line: dict) -> str:
-    """Why the rollout's tokens look sampled from another distribution than the trainer's model ("" when they do
-    not): at temperature 1 their mean -log p under the trainer's weights is about the policy's entropy; far above it
-    the rollout engine's sampling or its weights are wrong while its log-probs may still match the trainer's."""
-    ppl, entropy = line.get("rollout_log_ppl"), line.get("entropy")
-    if not isinstance(ppl, (int, float)) or not isinstance(entropy, (int, float)) or ppl <= entropy + SAMPLER_MARGIN:
-        return ""
-    return (f"the rollout's tokens are unlikely under the trainer's weights: {ppl:.2f} nats a token against a policy "
-            f"entropy of {entropy:.2f}, so the rollout engine samples from another distribution than the model it "
-            f"serves (a sampler or weight-sync fault; vLLM's CPU build did this with ATEN_CPU_CAPABILITY=avx2). Read a "
-            f"few rollouts; on a CPU agentrl.rollout=transformers avoids it. A temperature far above 1 also raises it")
 
 
 def last_complete_checkpoint(run_dir: Path) -> dict | None:
@@ -350,10 +317,9 @@ class Watcher:
             if theirs in data:
                 line[ours] = _finite(data[theirs])
         line["verl"] = {k: _finite(v) for k, v in data.items() if not k.startswith("val") and _finite(v) is not None}
-        if no_signal(line):
-            line["warning"] = no_signal(line)
-        if sampler_fault(line):
-            line["rollout_warning"] = sampler_fault(line)
+        for key, why in (("warning", no_signal(line)), ("rollout_warning", sampler_fault(line))):
+            if why:
+                line[key] = why
         alerts = self.tripwires.on_step(step, line, rollouts)
         if alerts:
             line["alerts"] = [a.to_dict() for a in alerts]

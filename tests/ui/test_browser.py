@@ -189,7 +189,7 @@ def test_staleness_chart_for_an_off_policy_run(browser, live_server, runs_root):
 
 def test_run_page_warns_when_steps_taught_nothing(browser, live_server, runs_root):
     """Steps the Watcher flagged (every group's rewards equal, or grad norm 0) make a warning on the page."""
-    from agentrl.metrics import no_signal
+    from agentrl.stepwarnings import no_signal
 
     browser.get(live_server.url + "runs/done")
     wait_until(lambda: chart_points(browser), what="every chart to have data")
