@@ -28,7 +28,7 @@ def test_entry_point_registers_the_converter():
     eps = {ep.name: ep for ep in metadata.entry_points(group="agentrl")}
     assert eps["bfcl"].value == "agentrl_bfcl.plugin" and eps["bfcl"].dist.name == "agentrl-bfcl"
     registered = plugins.dataset_converters(plugins.new_plugin_manager(eps["bfcl"].load()))
-    assert list(registered) == ["bfcl"] and registered["bfcl"].value is rows
+    assert list(registered) == ["bfcl", "bfcl-answers"] and registered["bfcl"].value is rows
 
 
 @pytest.mark.parametrize("category", bfcl.SINGLE_TURN)

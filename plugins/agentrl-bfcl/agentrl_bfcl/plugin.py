@@ -1,4 +1,4 @@
-"""The agentrl plugin: the ``bfcl`` dataset converter, the ``bfcl_ast`` and ``bfcl_multi_turn`` rewards and the
+"""The agentrl plugin: the ``bfcl`` and ``bfcl-answers`` dataset converters, the ``bfcl_ast`` and ``bfcl_multi_turn`` rewards and the
 ``bfcl`` tool server (BFCL's multi-turn environments, one process per rollout).
 
 Kept light: bfcl-eval is imported only when rows are converted, a rollout is scored or the server runs.
@@ -14,6 +14,10 @@ def register_dataset_converters(register):
     from agentrl_bfcl.rows import rows
 
     register("bfcl", rows, description="BFCL v4 rows (bfcl-eval 2026.3.23): --from bfcl CATEGORY[:train|:heldout]")
+    from agentrl_bfcl.answers import answer_rows
+
+    register("bfcl-answers", answer_rows,
+             description="BFCL single-turn rows with their answer in metadata.demonstration (warm-up data)")
 
 
 @hookimpl
