@@ -94,8 +94,9 @@ def netns_cost(forks: int, rounds: int) -> None:
     print(f"a network namespace per call ({rounds} x {forks} forks; load {os.getloadavg()[0]:.2f}), CPU per fork:")
     for name, values in per.items():
         own, machine = (statistics.median(v[i] for v in values) for i in (0, 1))
-        print(f"  {name:<30} this process and its children {own * 1e6:7.0f} us, the machine {machine * 1e6:7.0f} us "
-              f"(rounds {', '.join(f'{v[1] * 1e6:.0f}' for v in values)})")
+        print(f"  {name:<30} this process and its children {own * 1e6:7.0f} us (rounds "
+              f"{', '.join(f'{v[0] * 1e6:.0f}' for v in values)}), the machine {machine * 1e6:7.0f} us (rounds "
+              f"{', '.join(f'{v[1] * 1e6:.0f}' for v in values)})")
 
 
 def _stat(pid: int) -> tuple[float, float]:
