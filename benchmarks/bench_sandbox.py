@@ -40,18 +40,18 @@ from agentrl.sandbox import Sandbox
 from agentrl.sandbox.harden import MEASURES
 
 GRADER = "def grade(sample, item):\n    return 1.0 if sample.final_answer.strip() == item['answer'] else 0.0\n"
-HARDEN = str(Path(sandbox_pkg.__file__).with_name("harden.py"))
+HARDEN = str(Path(sandbox_pkg.__file__).parent)  # harden.py and seccomp.py, imported without the package
 FRESH = r"""
-import importlib.util, json, os, sys
-spec = importlib.util.spec_from_file_location("harden", HARDEN)
-h = importlib.util.module_from_spec(spec); spec.loader.exec_module(h)
+import json, sys, types
+pkg = types.ModuleType("sbx"); pkg.__path__ = [HARDEN]; sys.modules["sbx"] = pkg
+import sbx.harden as h, sbx.seccomp as sc
 h.unshare(h.CLONE_NEWNET | h.CLONE_NEWIPC | h.CLONE_NEWUTS)
 h.set_limits(cpu_s=11, address_space=h.vm_size() + (512 << 20), fsize=64 << 20, nproc=16)
 h.prctl(h.PR_SET_NO_NEW_PRIVS, 1)
 abi = h.landlock_abi()
 h.landlock_restrict(h.landlock_ruleset(READ, ["/dev/null"], deny_tcp=True, abi=abi))
 h.drop_privileges(60999)  # below every sandbox uid range (agentrl.sandbox.pool.UID_BASE)
-h.seccomp_install(h.seccomp_program())
+sc.seccomp_install(sc.seccomp_program())
 src = sys.stdin.read()
 ns = {}
 exec(src, ns)

@@ -5,11 +5,12 @@
 Each line forks `--forks` children that do one thing and exit, and reports the CPU (parent + children, user +
 system) per fork above a child that does nothing: a fresh /dev/null description opened and closed (the zygote,
 per call), a move into a cgroup v1 memory cgroup through a descriptor of its `cgroup.procs` (each call's child),
-a stacked seccomp filter installed (each call's child: harden.child_seccomp_program), and the full deny filter
-(harden.seccomp_program, once more on top of the one this process runs under, as a template does) run on
+a stacked seccomp filter installed (each call's child: seccomp.child_seccomp_program), and the full deny filter
+(seccomp.seccomp_program, once more on top of the one this process runs under, as a template does) run on
 10,000 cheap syscalls (getppid: allowed at its first jump) and on 10,000 futex
 wakes (the arguments checked). CPU time, not wall time: other jobs on the machine disturb it much less.
-First it splits a trivial grader call's CPU by process role (host, zygotes, templates, the calls' children).
+First it splits a trivial grader call's CPU by process role (host, zygotes, templates, the calls' children),
+then measures what a network namespace made for each call would cost (the kernel's teardown included).
 Needs root (cgroups); Linux, x86_64.
 """
 
@@ -22,7 +23,7 @@ import resource
 import statistics
 import time
 
-from agentrl.sandbox import cgroup, harden
+from agentrl.sandbox import cgroup, harden, seccomp
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -56,7 +57,7 @@ def in_child_filtered(n: int, program: bytes, call) -> float:
         for _ in range(n):
             call()
         bare = time.process_time() - t0
-        harden.seccomp_install(program)
+        seccomp.seccomp_install(program)
         t0 = time.process_time()
         for _ in range(n):
             call()
@@ -68,6 +69,34 @@ def in_child_filtered(n: int, program: bytes, call) -> float:
 
 
 TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _machine_busy() -> float:
+    """CPU seconds the whole machine has spent busy (every process and kernel thread), from /proc/stat."""
+    fields = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / TICK  # less idle and iowait
+
+
+def netns_cost(forks: int, rounds: int) -> None:
+    """What a network namespace of its own per call would cost (not done: the worker's namespace outlives
+    its calls, sandbox/README.md): forks whose child enters a new one and exits, against plain forks. The
+    kernel tears a namespace down later, in a worker thread of its own, so beside this process's CPU the
+    machine's busy CPU over each loop and a settling second after it is given (other jobs' CPU included,
+    the same in both columns on average)."""
+    per: dict[str, list[tuple[float, float]]] = {"plain fork": [], "fork + unshare(CLONE_NEWNET)": []}
+    for _ in range(rounds):
+        for name, fn in (("plain fork", lambda: None),
+                         ("fork + unshare(CLONE_NEWNET)", lambda: harden.unshare(harden.CLONE_NEWNET))):
+            busy = _machine_busy()
+            own = fork_loop(forks, fn)
+            time.sleep(1.0)  # the namespaces' teardown, queued to a kernel worker
+            per[name].append((own, (_machine_busy() - busy) / forks))
+    print(f"a network namespace per call ({rounds} x {forks} forks; load {os.getloadavg()[0]:.2f}), CPU per fork:")
+    for name, values in per.items():
+        own, machine = (statistics.median(v[i] for v in values) for i in (0, 1))
+        print(f"  {name:<30} this process and its children {own * 1e6:7.0f} us (rounds "
+              f"{', '.join(f'{v[0] * 1e6:.0f}' for v in values)}), the machine {machine * 1e6:7.0f} us (rounds "
+              f"{', '.join(f'{v[1] * 1e6:.0f}' for v in values)})")
 
 
 def _stat(pid: int) -> tuple[float, float]:
@@ -131,23 +160,27 @@ def main() -> None:
     ap.add_argument("--forks", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--split-calls", type=int, default=1000, help="calls per round of the split by role (0: skip)")
+    ap.add_argument("--netns-forks", type=int, default=500, help="forks per round of the network namespace "
+                    "cost (0: skip)")
     args = ap.parse_args()
     if args.split_calls:
         split(args.split_calls, args.rounds)
+    if args.netns_forks:
+        netns_cost(args.netns_forks, args.rounds)
     base, why = cgroup.find_base()
     cg = cgroup.MemoryCgroup(base, f"{os.getpid()}-bench") if base else None
-    child_program, full = harden.child_seccomp_program(), harden.seccomp_program()
+    child_program, full = seccomp.child_seccomp_program(), seccomp.seccomp_program()
     fd = cg.procs_fd() if cg is not None else -1
     # Like a template: this process is under the deny filter already, so its children's costs are those of
     # a call's child (a first filter would also switch on speculation mitigations, which a template has).
     load = os.getloadavg()[0]  # before the filter, which denies sysinfo (glibc reads the load through it)
     harden.prctl(harden.PR_SET_NO_NEW_PRIVS, 1)
-    harden.seccomp_install(full)
+    seccomp.seccomp_install(full)
     futex_word = ctypes.c_int(0)
     cases = {
         "nothing (baseline)": lambda: None,
         "fresh /dev/null": lambda: os.close(os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)),
-        "child seccomp filter": lambda: harden.seccomp_install(child_program),
+        "child seccomp filter": lambda: seccomp.seccomp_install(child_program),
     }
     if cg is not None:
         cases["move into the calls' cgroup"] = lambda: os.write(fd, b"0")

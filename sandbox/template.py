@@ -42,6 +42,7 @@ import time
 import traceback
 
 from . import child, harden
+from .seccomp import seccomp_install
 
 try:  # the C loop (_forkserver.c), built at install; without it the same loop runs in Python
     from . import _forkserver
@@ -154,7 +155,7 @@ def lock(sock_fd: int, ruleset_fd: int | None, *, uid: int | None, call_uid: int
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM):
         signal.signal(sig, signal.SIG_DFL)
     if seccomp is not None:
-        harden.seccomp_install(seccomp)
+        seccomp_install(seccomp)
     if _PID_RESET >= 0:
         rewind_pids()  # fails here, before any call, if the kernel refuses
 
@@ -260,7 +261,7 @@ class Template:
             if _CALL_UID:
                 harden.become_call_uid(_CALL_UID)
             if _CHILD_SECCOMP:
-                harden.seccomp_install(_CHILD_SECCOMP)
+                seccomp_install(_CHILD_SECCOMP)
         except BaseException:  # noqa: BLE001
             try:
                 traceback.print_exc(file=sys.stderr)
@@ -383,7 +384,7 @@ def main(sock_fd: int, ruleset_fd: int | None, *, kind: str, network: bool, uid:
          call_uid: int | None, scratch: str, seccomp: bytes | None, pidns: bool, env: dict | None = None,
          pid_reset: bool = False, child_seccomp: bytes = b"") -> None:
     """Entry point in the process the zygote forked; never returns. `child_seccomp`: a filter each call's
-    child adds to the template's (harden.child_seccomp_program)."""
+    child adds to the template's (seccomp.child_seccomp_program)."""
     try:
         global _CHILD_SECCOMP
         _CHILD_SECCOMP = child_seccomp

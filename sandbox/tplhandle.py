@@ -1,11 +1,13 @@
 """The zygote's handle on its template processes, and the small process helpers it uses.
 
     tpl = TemplateHandle(pid, sock, pidfd)   # from Factory.spawn
+    report, overflow, timed_out, bufs = tpl.collect(timeout, (r_res, r_out, r_err), (RESULT_CAP, out_cap, err_cap))
     tpl.send_kill(); tpl.stop(); tpl.memory_killed(); tpl.kill_leftovers(call_uid, template_pids)
 """
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import signal
@@ -17,6 +19,7 @@ from . import template as template_mod
 from .protocol import write_all
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
+BACKSTOP_S = 3.0  # past a call's timeout, a template that has not reported is killed
 
 
 class TemplateHandle:
@@ -67,6 +70,67 @@ class TemplateHandle:
         self.kill()
         return self.reap()
 
+    def collect(self, timeout: float, pipes: tuple, caps: tuple) -> tuple[dict | None, str | None, bool, list]:
+        """Read one call's result, stdout and stderr pipes (`pipes`, None where not made) with their `caps`
+        until the template reports and the pipes close. Past the cap of the result or stdout the template is
+        asked to kill the child (`overflow` names which); stderr keeps its last bytes. A template that has
+        not reported BACKSTOP_S past `timeout` is killed. Returns (report, overflow, timed_out, buffers);
+        the report is None only if the template neither reported nor died (then `timed_out`)."""
+        r_res, _, r_err = pipes
+        backstop = time.monotonic() + timeout + BACKSTOP_S  # the template kills at `timeout`; this is if it does not
+        index = {fd: i for i, fd in enumerate(pipes) if fd is not None}
+        bufs = [bytearray() for _ in pipes]
+        open_fds = list(index)
+        sock_fd, pidfd = self.sock.fileno(), self.pidfd
+        watched = set(open_fds) | {sock_fd, pidfd}
+        poller = select.poll()
+        for fd in watched:
+            poller.register(fd, select.POLLIN)
+        report, overflow, reported_at, timed_out = None, None, None, False
+        while open_fds or report is None:
+            now = time.monotonic()
+            if report is None and now >= backstop and self.alive and not timed_out:
+                timed_out = True
+                self.kill()  # pid 1 of its namespace: everything in it dies too
+            if reported_at is not None and now - reported_at > 1.0:
+                break  # a descendant that escaped the sweep still holds a pipe: stop listening
+            wait_s = 1.0 if reported_at is not None or timed_out else backstop - now
+            for fd, _ in poller.poll(max(wait_s, 0.0) * 1000):
+                if fd == sock_fd:
+                    msg = self.sock.recv(template_mod.CTRL_MAX)
+                    poller.unregister(fd)
+                    watched.discard(fd)
+                    if msg and report is None:
+                        report = json.loads(msg)
+                        reported_at = time.monotonic()
+                    continue  # an empty read: the template is exiting, its pidfd will say so
+                if fd == pidfd:
+                    for w in (sock_fd, pidfd):
+                        if w in watched:
+                            poller.unregister(w)
+                            watched.discard(w)
+                    code = self.reap()
+                    if report is None:
+                        report = {"exit": code, "template_died": True}
+                        reported_at = time.monotonic()
+                    continue
+                data = os.read(fd, 65536)
+                if not data:
+                    poller.unregister(fd)
+                    open_fds.remove(fd)
+                    continue
+                buf, cap = bufs[index[fd]], caps[index[fd]]
+                buf += data
+                if fd == r_err:
+                    del buf[:-cap]
+                elif len(buf) > cap and not overflow:
+                    overflow = "result" if fd == r_res else "stdout"
+                    del buf[cap:]
+                    self.send_kill()
+                elif overflow:
+                    del buf[cap:]
+        return report, overflow, timed_out, bufs
+
     def memory_killed(self) -> bool:
         """Whether the cgroup's OOM killer ended one of the call's processes since the last check."""
         if self.cgroup is None:
@@ -77,7 +141,6 @@ class TemplateHandle:
             return False
         seen, self.oom_seen = self.oom_seen, kills
         return kills > seen
-
 
     def kill_leftovers(self, call_uid: int, templates: set[int]) -> None:
         """Without a pid namespace the template kills only the call's process group: kill here whatever else

@@ -17,13 +17,12 @@ import hashlib
 import json
 import marshal
 import os
-import select
 import signal
 import socket
 import sys
 import time
 
-from . import cgroup, harden
+from . import cgroup, harden, seccomp
 from . import template as template_mod
 from .factory import Factory
 from .netproxy import start_proxy
@@ -33,7 +32,6 @@ from .view import FileView
 
 RESULT_CAP = 1 << 20
 TEMPLATES_MAX = 8   # one per distinct set of declared read paths; the least recently used goes first
-BACKSTOP_S = 3.0    # past a call's timeout, a template that has not reported is killed
 
 
 class Zygote:
@@ -64,7 +62,7 @@ class Zygote:
     # ------------------------------------------------------------ setup
     def setup(self) -> None:
         is_root = os.geteuid() == 0
-        self.off = bench_off()
+        self.off = harden.bench_off()
         # Network graders get a namespace of their own too; their only way out is the proxy (netproxy.py),
         # which stays in the host's namespace and refuses the host's own and private addresses.
         proxy = start_proxy(self.uid if is_root else None, close=self.host_fds) if self.network and is_root else None
@@ -117,22 +115,9 @@ class Zygote:
                   if abi >= 4 and not self.network else "not applied (network requested or ABI < 4)")
         self.note("landlock_scope", abi >= 6, "signals and abstract unix sockets scoped to the sandbox"
                   if abi >= 6 else f"needs Landlock ABI 6, have {abi}")
-        if harden.X86_64:
-            c_loop = template_mod.fast_path() == "C"  # it waits without a pidfd: its own filter denies pidfd_open
-            self.seccomp = harden.seccomp_program(deny_connect=not self.network, off=self.off, deny_pidfd_open=c_loop)
-            self.child_seccomp = b"" if "counters" in self.off or c_loop else harden.child_seccomp_program()
-            self.note("counters", "counters" not in self.off, "machine-wide counters and figures unreadable: "
-                      "sysinfo, getsockopt(SO_COOKIE), pidfd_open, CLONE_PIDFD and IPv6 flow label leases "
-                      "denied; shared futexes cannot be woken" if "counters" not in self.off else "switched off (AGENTRL_SANDBOX_BENCH_OFF)")
-            self.note("page_cache", "page_cache" not in self.off, "page-cache residency can be neither probed (mincore, "
-                      "cachestat, RWF_NOWAIT, readahead) nor evicted (fadvise, MADV_COLD/PAGEOUT); reading remains, and "
-                      "timing a read" if "page_cache" not in self.off else "switched off (AGENTRL_SANDBOX_BENCH_OFF)")
-            self.note("shared_inodes", "locks" not in self.off, "locks (flock, fcntl) are granted without locking and "
-                      "inotify/fanotify/dnotify are denied: concurrent calls cannot meet on a shared inode"
-                      if "locks" not in self.off else "switched off (AGENTRL_SANDBOX_BENCH_OFF)")
-            self.note("seccomp", True, f"deny filter: {len(harden.DENIED_SYSCALLS)} syscalls, namespace clone flags, "
-                      "clone3, non-inet socket families" + ("" if self.network else
-                                                            ", connect() and sendto(address) (no unix sockets)"))
+        if harden.X86_64:  # the C loop waits without a pidfd: its template's own filter denies pidfd_open
+            self.seccomp, self.child_seccomp = seccomp.filters(network=self.network, off=self.off, note=self.note,
+                                                               c_loop=template_mod.fast_path() == "C")
         else:
             self.note("seccomp", False, "filter only written for x86_64")
         self.note("uid_drop", is_root, f"per-slot uids, no supplementary groups, no capabilities: calls run as "
@@ -309,58 +294,7 @@ class Zygote:
 
     def _collect(self, tpl: "TemplateHandle", timeout, r_res, r_out, r_err, out_cap, err_cap):
         start = time.monotonic()
-        backstop = start + timeout + BACKSTOP_S  # the template kills at `timeout`; this is if it does not
-        bufs = {r_res: bytearray(), r_out: bytearray(), r_err: bytearray()}
-        caps = {r_res: RESULT_CAP, r_out: out_cap, r_err: err_cap}
-        open_fds = [fd for fd in (r_res, r_out, r_err) if fd is not None]
-        sock_fd, pidfd = tpl.sock.fileno(), tpl.pidfd
-        watched = set(open_fds) | {sock_fd, pidfd}
-        poller = select.poll()
-        for fd in watched:
-            poller.register(fd, select.POLLIN)
-        report, overflow, reported_at, timed_out = None, None, None, False
-        while open_fds or report is None:
-            now = time.monotonic()
-            if report is None and now >= backstop and tpl.alive and not timed_out:
-                timed_out = True
-                tpl.kill()  # pid 1 of its namespace: everything in it dies too
-            if reported_at is not None and now - reported_at > 1.0:
-                break  # a descendant that escaped the sweep still holds a pipe: stop listening
-            wait_s = 1.0 if reported_at is not None or timed_out else backstop - now
-            for fd, _ in poller.poll(max(wait_s, 0.0) * 1000):
-                if fd == sock_fd:
-                    msg = tpl.sock.recv(template_mod.CTRL_MAX)
-                    poller.unregister(fd)
-                    watched.discard(fd)
-                    if msg and report is None:
-                        report = json.loads(msg)
-                        reported_at = time.monotonic()
-                    continue  # an empty read: the template is exiting, its pidfd will say so
-                if fd == pidfd:
-                    for w in (sock_fd, pidfd):
-                        if w in watched:
-                            poller.unregister(w)
-                            watched.discard(w)
-                    code = tpl.reap()
-                    if report is None:
-                        report = {"exit": code, "template_died": True}
-                        reported_at = time.monotonic()
-                    continue
-                data = os.read(fd, 65536)
-                if not data:
-                    poller.unregister(fd)
-                    open_fds.remove(fd)
-                    continue
-                buf = bufs[fd]
-                buf += data
-                if fd == r_err:
-                    del buf[:-err_cap]
-                elif len(buf) > caps[fd] and not overflow:
-                    overflow = "result" if fd == r_res else "stdout"
-                    del buf[caps[fd]:]
-                    tpl.send_kill()
-                elif overflow:
-                    del buf[caps[fd]:]
+        report, overflow, timed_out, bufs = tpl.collect(timeout, (r_res, r_out, r_err), (RESULT_CAP, out_cap, err_cap))
         for fd in (r_res, r_out, r_err):
             if fd is not None:
                 os.close(fd)
@@ -381,7 +315,7 @@ class Zygote:
             status["cause"] = "killed"
         if status["exit"] != 0 and tpl.memory_killed():
             status["memory"] = True
-        return status, [bytes(bufs[r_res]), bytes(bufs[r_out]), bytes(bufs[r_err])]
+        return status, [bytes(b) for b in bufs]
 
     # ------------------------------------------------------------ requests
     def handle(self, header: dict, blobs: list[bytes]):
@@ -428,16 +362,6 @@ class Zygote:
         if op == "ping":
             return {"pong": os.getpid()}, []
         return {"error": f"unknown op {op!r}"}, []
-
-
-def bench_off() -> tuple[str, ...]:
-    """Measures named in AGENTRL_SANDBOX_BENCH_OFF (benchmarks/bench_sandbox.py switches them off one at a time
-    to measure what each costs). Unknown names stop the worker: a typo must not look like a measurement."""
-    names = tuple(n.strip() for n in os.environ.get("AGENTRL_SANDBOX_BENCH_OFF", "").split(",") if n.strip())
-    unknown = [n for n in names if n not in harden.MEASURES]
-    if unknown:
-        raise ValueError(f"AGENTRL_SANDBOX_BENCH_OFF names unknown measures {unknown}; known: {', '.join(harden.MEASURES)}")
-    return names
 
 
 def main() -> None:

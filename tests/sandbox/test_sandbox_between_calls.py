@@ -137,3 +137,26 @@ def test_shared_futexes_cannot_be_woken_and_threads_still_work(one):
     """A futex without FUTEX_PRIVATE_FLAG on a page of a file two tests map is keyed by (inode, offset): a wake
     would reach the other test's waiter. Waking is refused unless private; threads use private futexes."""
     assert output(one, FUTEX) == "EINVAL ok EINVAL ok 4"
+
+
+NUMPY_WITHOUT_SYSINFO = """import os, threading
+import numpy as np
+a = np.arange(400.0).reshape(20, 20)
+out = [int((a @ a.T).trace())]
+t = threading.Thread(target=lambda: out.append(round(np.linalg.det(np.eye(3) * 2))))
+t.start()
+t.join()
+try:
+    os.getloadavg()
+    out.append("load average read")
+except OSError:
+    out.append("no load average")
+print(*out, os.cpu_count() == CPUS)
+"""
+
+
+def test_python_and_numpy_still_work_without_sysinfo(one):
+    """What denying sysinfo() costs: numpy (its BLAS included), threads and os.cpu_count() work; glibc's
+    getloadavg() fails. (sysconf(_SC_PHYS_PAGES) returns a meaningless number: glibc ignores the error.)"""
+    code = NUMPY_WITHOUT_SYSINFO.replace("CPUS", str(os.cpu_count()))
+    assert output(one, code) == "21253400 8 no load average True"

@@ -194,7 +194,9 @@ def test_a_call_cannot_tamper_with_its_template(sb, code):
     verdicts = sb.run_tests(code, [stdio("ok")] * 4)
     assert [v.kind for v in verdicts] == ["pass"] * 4, verdicts
     timing = "import os\nprint(os.getpriority(os.PRIO_PROCESS, 0), len(os.sched_getaffinity(0)) == os.cpu_count())"
-    assert [v.kind for v in sb.run_tests(timing, [stdio("0 True")] * 4)] == ["pass"] * 4  # not niced, not pinned
+    # not niced past the host's own niceness (the tests may run under `nice`), not pinned
+    host_nice = os.getpriority(os.PRIO_PROCESS, 0)
+    assert [v.kind for v in sb.run_tests(timing, [stdio(f"{host_nice} True")] * 4)] == ["pass"] * 4
     assert_still_works(sb)
 
 
