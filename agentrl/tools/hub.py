@@ -28,7 +28,8 @@ from agentrl.tools.limits import RunLimits, gate_for, on_ray
 from agentrl.tools.pushback import pushback_wait
 from agentrl.tools.connections import new_connection
 from agentrl.tools.session import RolloutSession, restarted
-from agentrl.tools.traffic import CircuitBreaker, ServerStats, backoff
+from agentrl.backoff import backoff
+from agentrl.tools.traffic import CircuitBreaker, ServerStats
 from agentrl.tools.types import (  # noqa: F401  (ToolCall, ToolResult, truncate re-exported)
     CallOutcome, ToolCall, ToolInfraError, ToolResult, ToolSpec, TransportFailure, truncate)
 
