@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from agentrl.placement import Placer
+from agentrl.rolloutfile import line_key
 from agentrl.rundir import RunDir
 from agentrl.runlog import read_jsonl
 from agentrl.stepwarnings import no_signal, sampler_fault
@@ -137,25 +138,10 @@ def error_tail(log_path: Path, lines: int = 12) -> str:
     return "\n".join(text[-lines:])
 
 
-# The record's own step and validation flag, read without parsing the line. ``append_rollout`` writes
-# them before the messages, and a string inside a record cannot hold an unescaped quote, so the first
-# match is the record's own; a line it does not match is parsed.
-_STEP_FIELDS = re.compile(rb'"step": (-?\d+|null), "validation": (true|false)')
-
-
 def _step_of(line: bytes) -> tuple[Any, bool] | None:
     """(step, validation) of one JSONL line; None for a line that is not a JSON object."""
-    found = _STEP_FIELDS.search(line)
-    if found is not None:
-        raw = found.group(1)
-        return (None if raw == b"null" else int(raw)), found.group(2) == b"true"
-    try:
-        rec = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(rec, dict):
-        return None
-    return rec.get("step"), bool(rec.get("validation"))
+    key = line_key(line)
+    return None if key is None else (key.step, bool(key.validation))
 
 
 def rewind(run_dir: Path, step: int, attempt: int) -> int:

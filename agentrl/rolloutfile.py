@@ -1,0 +1,117 @@
+"""Reading ``rollouts.jsonl``: the one decoder every reader of the file uses (msgspec, typed).
+
+    for record in read_records(RunDir(run).rollouts):     # RolloutRecord, a line at a time
+        record.reward, record.stop_reason is StopReason.ANSWERED
+        record.trajectory[0].tool_calls[0].name            # Turn and Call, not dicts
+    records, offset = read_new(path, offset)               # complete lines past a byte offset (a file being written)
+    key = line_key(raw_line)                               # step, validation, group, drawn_step: nothing else built
+
+A line decodes into :class:`agentrl.record.RolloutRecord` with typed turns and calls (:class:`Turn`,
+:class:`Call`, :class:`CallResult`) and a :class:`StopReason`. Files of every layout agentrl has written read:
+a key a line lacks (an older file: no ``group``, ``drawn_step``, ``turn_rewards``, ``reward_version`` ...) takes
+its default, a key this agentrl does not know is skipped, and so is a line that is not a JSON object (a line cut
+short when a run died). :func:`line_key` decodes the few fields that file rollouts by (the step and validation
+flag of ``rewind``, the off-policy ``group``) and skips the rest of the line unbuilt, whatever the key order or
+spacing, which is what the byte patterns it replaces depended on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+import msgspec
+
+from agentrl.record import Call, CallResult, RolloutRecord, StopReason, Turn
+
+__all__ = ["Call", "CallResult", "LineKey", "StopReason", "Turn", "decode", "line_key", "read_new", "read_new_lines", "read_records"]
+
+_TYPED = {"trajectory": Optional[list[Turn]], "stop_reason": Optional[str]}
+
+
+def _fields_with_defaults() -> list[tuple[str, Any, Any]]:
+    from dataclasses import MISSING
+
+    spec = []
+    for f in fields(RolloutRecord):
+        if f.default is not MISSING:
+            default = f.default
+        elif f.default_factory is not MISSING:
+            default = msgspec.field(default_factory=f.default_factory)
+        else:
+            default = None  # rollout_id: a line without one still reads (None), as it did as a dict
+        spec.append((f.name, _TYPED.get(f.name, Any), default))
+    return spec
+
+
+_Line = msgspec.defstruct("RolloutLine", _fields_with_defaults())
+_decoder = msgspec.json.Decoder(_Line)
+
+
+class LineKey(msgspec.Struct):
+    """The fields a line is filed by; ``drawn_step`` is UNSET where the line has no such key (older files)."""
+
+    step: Any = None
+    validation: Any = False
+    group: Any = None
+    drawn_step: Any = msgspec.UNSET
+    policy_version: Any = None
+
+
+_key_decoder = msgspec.json.Decoder(LineKey)
+
+
+def decode(line: bytes | str) -> RolloutRecord | None:
+    """One line as a RolloutRecord; None for a line that is not a JSON object (blank, cut short, a list)."""
+    try:
+        raw = _decoder.decode(line)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    values = msgspec.structs.asdict(raw)
+    values["trajectory"] = values["trajectory"] or []
+    reason = values["stop_reason"]
+    values["stop_reason"] = StopReason.ANSWERED if reason is None else StopReason(reason)
+    return RolloutRecord(**values)
+
+
+def line_key(line: bytes | str) -> LineKey | None:
+    """The step, validation flag, group and drawn step of one JSONL line (rollouts.jsonl, metrics.jsonl,
+    logs/trained.jsonl), without building the rest of it; None for a line that is not a JSON object."""
+    try:
+        return _key_decoder.decode(line)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def read_records(path: str | Path) -> Iterator[RolloutRecord]:
+    """Every record of a rollouts file, a line at a time (a gigabyte file costs memory for one line)."""
+    path = Path(path)
+    if not path.exists():
+        return
+    with path.open("rb") as fh:
+        for line in fh:
+            record = decode(line) if line.strip() else None
+            if record is not None:
+                yield record
+
+
+def read_new_lines(path: str | Path, start: int = 0) -> tuple[list[bytes], int]:
+    """The complete, non-blank lines from byte offset ``start``, and the offset after the last one (a line
+    still being written is left for the next read)."""
+    path = Path(path)
+    if not path.exists():
+        return [], start
+    with path.open("rb") as fh:
+        fh.seek(start)
+        data = fh.read()
+    end = data.rfind(b"\n")
+    if end < 0:
+        return [], start
+    return [line for line in data[: end + 1].splitlines() if line.strip()], start + end + 1
+
+
+def read_new(path: str | Path, start: int = 0) -> tuple[list[RolloutRecord], int]:
+    """The records of the complete lines from byte offset ``start``, and the offset after the last one."""
+    lines, end = read_new_lines(path, start)
+    return [r for r in map(decode, lines) if r is not None], end
