@@ -5,11 +5,13 @@
         record.trajectory[0].tool_calls[0].name            # Turn and Call, not dicts
     records, offset = read_new(path, offset)               # complete lines past a byte offset (a file being written)
     key = line_key(raw_line)                               # step, validation, group, drawn_step: nothing else built
+    summary = decode_summary(raw_line)                     # what the job page's index files a rollout by
 
 A line decodes into :class:`agentrl.record.RolloutRecord` with typed turns and calls (:class:`Turn`,
 :class:`Call`, :class:`CallResult`) and a :class:`StopReason`. Files of every layout agentrl has written read:
 a key a line lacks (an older file: no ``group``, ``drawn_step``, ``turn_rewards``, ``reward_version`` ...) takes
-its default, a key this agentrl does not know is skipped, and so is a line that is not a JSON object (a line cut
+its default (a timing it lacks, :data:`UNMEASURED`, is None: not measured, never 0), a key this agentrl does not
+know is skipped, and so is a line that is not a JSON object (a line cut
 short when a run died). :func:`line_key` decodes the few fields that file rollouts by (the step and validation
 flag of ``rewind``, the off-policy ``group``) and skips the rest of the line unbuilt, whatever the key order or
 spacing, which is what the byte patterns it replaces depended on.
@@ -23,10 +25,12 @@ from typing import Any, Iterator, Optional
 
 import msgspec
 
-from agentrl.record import Call, CallResult, RolloutRecord, StopReason, Turn
+from agentrl.record import Call, CallResult, RolloutRecord, RolloutSummary, StopReason, Turn
 
-__all__ = ["Call", "CallResult", "LineKey", "StopReason", "Turn", "decode", "line_key", "read_new", "read_new_lines", "read_records"]
+__all__ = ["Call", "CallResult", "LineKey", "StopReason", "Turn", "decode", "decode_summary", "line_key", "read_new", "read_new_lines", "read_records"]
 
+# timings an older line lacks were not measured: they read as None, never as a measured 0
+UNMEASURED = ("started_at", "finished_at", "seconds", "model_seconds", "tool_seconds", "reward_seconds")
 _TYPED = {"trajectory": Optional[list[Turn]], "stop_reason": Optional[str]}
 
 
@@ -41,6 +45,8 @@ def _fields_with_defaults() -> list[tuple[str, Any, Any]]:
             default = msgspec.field(default_factory=f.default_factory)
         else:
             default = None  # rollout_id: a line without one still reads (None), as it did as a dict
+        if f.name in UNMEASURED:
+            default = None
         spec.append((f.name, _TYPED.get(f.name, Any), default))
     return spec
 
@@ -73,6 +79,18 @@ def decode(line: bytes | str) -> RolloutRecord | None:
     reason = values["stop_reason"]
     values["stop_reason"] = StopReason.ANSWERED if reason is None else StopReason(reason)
     return RolloutRecord(**values)
+
+
+_summary_decoder = msgspec.json.Decoder(RolloutSummary)
+
+
+def decode_summary(line: bytes | str) -> RolloutSummary | None:
+    """The fields the job page's index files a rollout by (:class:`agentrl.record.RolloutSummary`), the rest
+    of the line skipped unbuilt; None for a line that is not a record."""
+    try:
+        return _summary_decoder.decode(line)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
 
 
 def line_key(line: bytes | str) -> LineKey | None:
