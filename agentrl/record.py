@@ -115,8 +115,13 @@ class RolloutRecord:
     reward_seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        """The line's JSON object (shallow: messages and trajectory are the record's own lists)."""
-        return {name: getattr(self, name) for name in KEYS}
+        """The line's JSON object (shallow: messages and the episode's steps are the record's own; a record read
+        back, whose turns are :class:`Turn`, gives them as the dicts they were read from)."""
+        out = {name: getattr(self, name) for name in KEYS}
+        if any(isinstance(t, msgspec.Struct) for t in self.trajectory):
+            out["trajectory"] = [{k: v for k, v in msgspec.to_builtins(t).items() if v is not None}
+                                 if isinstance(t, msgspec.Struct) else t for t in self.trajectory]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RolloutRecord":

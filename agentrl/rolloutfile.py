@@ -72,7 +72,11 @@ def decode(line: bytes | str) -> RolloutRecord | None:
     """One line as a RolloutRecord; None for a line that is not a JSON object (blank, cut short, a list)."""
     try:
         raw = _decoder.decode(line)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except msgspec.ValidationError:  # a field of an unexpected shape: read what can be read, as a dict reader did
+        raw = _lenient(line)
+        if raw is None:
+            return None
+    except msgspec.DecodeError:  # not JSON (a line cut short)
         return None
     values = msgspec.structs.asdict(raw)
     values["trajectory"] = values["trajectory"] or []
@@ -91,6 +95,32 @@ def decode_summary(line: bytes | str) -> RolloutSummary | None:
         return _summary_decoder.decode(line)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
+
+
+def _lenient(line: bytes | str) -> Any:
+    """A line whose turns hold something of another shape (a tool result that is a bare string, a turn that is
+    not an object): those parts are left out, the rest of the record kept. None if it is not an object."""
+    data = msgspec.json.decode(line)
+    if not isinstance(data, dict):
+        return None
+    turns = []
+    for turn in data.get("trajectory") or []:
+        if not isinstance(turn, dict):
+            continue
+        turn = {**turn, **{k: [x for x in turn.get(k) or [] if isinstance(x, dict)] for k in ("tool_calls", "tool_results")}}
+        try:
+            turns.append(msgspec.convert(turn, Turn))
+        except msgspec.ValidationError:
+            turns.append(Turn(response=turn.get("response")))
+    data["trajectory"] = None
+    if not isinstance(data.get("stop_reason"), (str, type(None))):
+        data["stop_reason"] = str(data["stop_reason"])
+    try:
+        raw = msgspec.convert(data, _Line)
+    except msgspec.ValidationError:
+        return None
+    raw.trajectory = turns
+    return raw
 
 
 def line_key(line: bytes | str) -> LineKey | None:

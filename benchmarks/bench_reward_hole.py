@@ -90,15 +90,14 @@ def analyse(run_dir: Path) -> dict:
 
 def replay(run_dir: Path) -> dict:
     from agentrl.metrics import _heldout_rewards
+    from agentrl.rolloutfile import read_records
     from agentrl.tripwires import Tripwires
 
     wires = Tripwires(heldout=_heldout_rewards(run_dir))
     by_step: dict = {}
-    with (run_dir / "rollouts.jsonl").open() as fh:
-        for line in fh:
-            r = json.loads(line)
-            if not r.get("validation"):
-                by_step.setdefault(r.get("step"), []).append(r)
+    for r in read_records(run_dir / "rollouts.jsonl"):
+        if not r.validation:
+            by_step.setdefault(r.step, []).append(r)
     alerts = []
     for line in (json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines() if x.strip()):
         if line.get("validation"):

@@ -101,3 +101,23 @@ def test_placement_finds_groups_placed_by_an_earlier_attempt_whatever_the_spacin
     placed = list(read_records(run.rollouts))
     assert [r.rollout_id for r in placed] == ["a0", "gB0", "gB1"]
     assert [(r.step, r.drawn_step, r.staleness) for r in placed[1:]] == [(3, 1, 1), (3, 1, 1)]
+
+
+def test_a_record_read_back_writes_the_line_it_was_read_from(tmp_path):
+    """to_dict of a decoded record gives the line again (turns as the dicts they were), so a reader that
+    rewrites records (rescoring, placement) keeps the file's layout."""
+    for line in (FIRST_TYPED, {**FIRST_TYPED, "trajectory": [{"response": "r", "tool_calls": [], "tool_results": [],
+                                                              "reasoning": "think", "user_reply": "again"}]}):
+        record = decode(json.dumps(line))
+        assert {k: v for k, v in record.to_dict().items() if k in line} == line
+        assert json.loads(json.dumps(record.to_dict()))["stop_reason"] == line["stop_reason"]
+
+
+def test_a_turn_of_another_shape_keeps_the_rest_of_the_record():
+    """A tool result that is a bare string, a turn that is not an object: left out; the record still counts."""
+    odd = {**FIRST_TYPED, "trajectory": [{"response": "a", "tool_calls": [{"id": "c0", "name": "add"}],
+                                          "tool_results": ["42"]}, "junk", {"response": "b"}]}
+    record = decode(json.dumps(odd))
+    assert record is not None and record.rollout_id == "r-typed" and record.reward is None
+    assert [t.response for t in record.trajectory] == ["a", "b"] and record.trajectory[0].tool_results == []
+    assert record.trajectory[0].tool_calls[0].name == "add"
