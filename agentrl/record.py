@@ -30,7 +30,7 @@ from typing import Any, Optional
 import msgspec
 
 
-class StopReason(str, enum.Enum):
+class StopReason(enum.StrEnum):
     """Why the episode ended; a str, so it compares and is written as its value ("answered", ...). A value
     this agentrl does not know (a newer file's) reads as a member of its own, never an error."""
 
