@@ -82,10 +82,10 @@ def _best_record(records: list[dict]) -> dict:
 
 def _run_records(path: Path) -> list[dict] | None:
     """A run's rollouts.jsonl as inspect's records (id: the prompt), or None when it is not one."""
-    from agentrl.record import RolloutRecord
+    from agentrl.rolloutfile import decode
 
     records = []
-    with path.open(encoding="utf-8") as fh:
+    with path.open("rb") as fh:
         for line in fh:
             if not line.strip():
                 continue
@@ -94,8 +94,11 @@ def _run_records(path: Path) -> list[dict] | None:
             except json.JSONDecodeError:
                 return None
             if not isinstance(row, dict) or "rollout_id" not in row or "id" in row:
+                return None  # an eval file's row (or its header): read as one below
+            record = decode(line)
+            if record is None:
                 return None
-            rec = RolloutRecord.from_dict(row).to_dict()
+            rec = record.to_dict()  # inspect's records are dicts: an eval file's rows and a run's rollouts alike
             prompt = [m for m in rec["messages"] if m.get("role") in ("system", "user")][:2] or [{"content": ""}]
             rec.update(id=rec["prompt_id"], prompt=prompt, metadata={}, tokens=rec["response_tokens"])
             records.append(rec)
