@@ -19,7 +19,7 @@ spacing, which is what the byte patterns it replaces depended on.
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -27,7 +27,8 @@ import msgspec
 
 from agentrl.record import Call, CallResult, RolloutRecord, RolloutSummary, StopReason, Turn
 
-__all__ = ["Call", "CallResult", "LineKey", "StopReason", "Turn", "decode", "decode_summary", "line_key", "read_new", "read_new_lines", "read_records"]
+__all__ = ["Call", "CallResult", "LineKey", "StopReason", "Turn", "decode", "decode_summary", "line_key", "read_new",
+           "read_new_lines", "read_records"]
 
 # timings an older line lacks were not measured: they read as None, never as a measured 0
 UNMEASURED = ("started_at", "finished_at", "seconds", "model_seconds", "tool_seconds", "reward_seconds")
@@ -35,8 +36,7 @@ _TYPED = {"trajectory": Optional[list[Turn]], "stop_reason": Optional[str]}
 
 
 def _fields_with_defaults() -> list[tuple[str, Any, Any]]:
-    from dataclasses import MISSING
-
+    """RolloutRecord's fields as msgspec struct fields: its own defaults, the turns typed."""
     spec = []
     for f in fields(RolloutRecord):
         if f.default is not MISSING:
