@@ -14,9 +14,9 @@ from pathlib import Path
 
 import msgspec
 
-from agentrl.rolloutfile import LineKey, line_key, read_new_lines
+from agentrl.rolloutfile import LineKey, line_key
 from agentrl.rundir import RunDir
-from agentrl.runlog import append_jsonl, read_jsonl
+from agentrl.runlog import append_jsonl, read_jsonl, read_lines
 
 
 class Placer:
@@ -47,7 +47,7 @@ class Placer:
 
     def place(self) -> None:
         trained, self.trained_offset = read_jsonl(self.trained_file, self.trained_offset)
-        lines, self.generated_offset = read_new_lines(self.generated_file, self.generated_offset)
+        lines, self.generated_offset = read_lines(self.generated_file, self.generated_offset)
         for line in lines:
             key = line_key(line)
             if key is not None and str(key.group) not in self.placed:

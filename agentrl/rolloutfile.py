@@ -26,9 +26,10 @@ from typing import Any, Iterator, Optional
 import msgspec
 
 from agentrl.record import Call, CallResult, RolloutRecord, RolloutSummary, StopReason, Turn
+from agentrl.runlog import read_lines
 
 __all__ = ["Call", "CallResult", "LineKey", "StopReason", "Turn", "decode", "decode_summary", "line_key", "read_new",
-           "read_new_lines", "read_records"]
+           "read_records"]
 
 # timings an older line lacks were not measured: they read as None, never as a measured 0
 UNMEASURED = ("started_at", "finished_at", "seconds", "model_seconds", "tool_seconds", "reward_seconds")
@@ -144,22 +145,7 @@ def read_records(path: str | Path) -> Iterator[RolloutRecord]:
                 yield record
 
 
-def read_new_lines(path: str | Path, start: int = 0) -> tuple[list[bytes], int]:
-    """The complete, non-blank lines from byte offset ``start``, and the offset after the last one (a line
-    still being written is left for the next read)."""
-    path = Path(path)
-    if not path.exists():
-        return [], start
-    with path.open("rb") as fh:
-        fh.seek(start)
-        data = fh.read()
-    end = data.rfind(b"\n")
-    if end < 0:
-        return [], start
-    return [line for line in data[: end + 1].splitlines() if line.strip()], start + end + 1
-
-
 def read_new(path: str | Path, start: int = 0) -> tuple[list[RolloutRecord], int]:
     """The records of the complete lines from byte offset ``start``, and the offset after the last one."""
-    lines, end = read_new_lines(path, start)
+    lines, end = read_lines(path, start)
     return [r for r in map(decode, lines) if r is not None], end
