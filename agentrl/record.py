@@ -3,7 +3,7 @@
     record = await Episode(state, policy).run(row, sampling_params)     # agentrl.episode
     record.reward, record.components, record.unscorable, record.trajectory
     record.to_dict()                          # one line of rollouts.jsonl (the JSON keys below)
-    RolloutRecord.from_dict(json.loads(line)) # back again; keys a file lacks take their defaults
+    agentrl.rolloutfile.decode(line)          # back again, typed; keys a file lacks take their defaults
 
 The agent loop in training, the local engine (``agentrl eval``/``prior``), the job page's index
 (:class:`RolloutSummary`, the few fields it files rollouts by) and the synthetic run writer all use these
