@@ -28,8 +28,8 @@ import msgspec
 from agentrl.record import Call, CallResult, RolloutRecord, RolloutSummary, StopReason, Turn
 from agentrl.runlog import read_lines
 
-__all__ = ["Call", "CallResult", "LineKey", "StopReason", "Turn", "decode", "decode_summary", "line_key", "read_new",
-           "read_records"]
+__all__ = ["Call", "CallResult", "LineKey", "StopReason", "Turn", "decode", "decode_summary", "from_builtins",
+           "line_key", "read_new", "read_records"]
 
 # timings an older line lacks were not measured: they read as None, never as a measured 0
 UNMEASURED = ("started_at", "finished_at", "seconds", "model_seconds", "tool_seconds", "reward_seconds")
@@ -96,6 +96,14 @@ def decode_summary(line: bytes | str) -> RolloutSummary | None:
         return _summary_decoder.decode(line)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
+
+
+def from_builtins(data: dict) -> RolloutRecord | None:
+    """A record from a line already parsed (an ``agentrl eval`` file's line holds the record's keys beside the
+    row's); read as :func:`decode` reads a line. None if ``data`` is not an object."""
+    if not isinstance(data, dict):
+        return None
+    return decode(msgspec.json.encode(data, enc_hook=str))  # as the writer's json.dumps(default=str) would
 
 
 def _lenient(line: bytes | str) -> Any:
