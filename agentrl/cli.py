@@ -79,14 +79,14 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def _servers_from(config: str):
-    from agentrl.config import load_config
+    from agentrl.config import load_tools
 
     if config.endswith(".json"):
         return config
-    settings, _, _ = load_config(config)
-    if not settings.tools:
+    tools = load_tools(config)  # only agentrl.tools: the rest of a config need not be written yet
+    if not tools:
         raise SystemExit(f"{config}: agentrl.tools is empty; name tool servers there (e.g. tools: [calculator])")
-    return settings.tools
+    return tools
 
 
 def _cmd_tools(args: argparse.Namespace) -> int:

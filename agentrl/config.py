@@ -189,14 +189,7 @@ def load_config(path: str | os.PathLike, overrides: list[str] = ()) -> tuple[Age
     document (for ``config.yaml`` in the run directory).
     """
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file {str(path)!r} does not exist (run from the project folder, or give its path)")
-    try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
-    if not isinstance(doc, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level")
+    doc = _read(path)
     for item in overrides:
         if "=" not in item:
             raise ConfigError(f"override {item!r} is not key=value (e.g. agentrl.batch_size=4)")
@@ -209,6 +202,41 @@ def load_config(path: str | os.PathLike, overrides: list[str] = ()) -> tuple[Age
     resolve_paths(settings, path.parent.resolve())
     verl_part = {k: v for k, v in doc.items() if k != "agentrl"}
     return settings, verl_part, doc
+
+
+def _read(path: Path) -> dict:
+    if not path.is_file():
+        raise ConfigError(f"config file {str(path)!r} does not exist (run from the project folder, or give its path)")
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return doc
+
+
+class ToolsOnly(BaseModel):
+    """What ``agentrl tools list|check|call`` reads of the ``agentrl:`` block: a file may hold only this."""
+
+    tools: ToolsSetting = None
+
+
+def load_tools(path: str | os.PathLike) -> ToolsSetting:
+    """``agentrl.tools`` of CONFIG.yaml, a JSON file's path resolved as :func:`load_config` resolves it. The
+    rest of the config (model, train_data, rewards) is neither needed nor checked, so a file with only
+    ``agentrl: {tools: [...]}`` is enough to check the tools before anything else is written."""
+    path = Path(path)
+    block = _read(path).get("agentrl")
+    if not isinstance(block, dict):
+        raise ConfigError(f"{path}: the config needs an 'agentrl:' mapping with the tool servers under it, "
+                          "e.g. agentrl: {tools: [calculator]}")
+    try:
+        tools = ToolsOnly.model_validate({"tools": block.get("tools")}).tools
+    except ValidationError:
+        raise ConfigError(f"{path}: agentrl.tools must be a list of plugin names or endpoint entries, an "
+                          f"mcpServers mapping, or a JSON file's path (got {block.get('tools')!r})") from None
+    return _under(path.parent.resolve(), tools) if isinstance(tools, str) else tools
 
 
 def _under(base: Path, value: str) -> str:

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from agentrl.placement import Placer
+from agentrl.record import RolloutRecord
+from agentrl.rolloutfile import decode, line_key, read_new
 from agentrl.rundir import RunDir
 from agentrl.runlog import read_jsonl
 from agentrl.stepwarnings import no_signal, sampler_fault
@@ -38,29 +40,29 @@ def _finite(x: Any) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def rollout_summary(rollouts: list[dict]) -> dict[str, Any]:
-    """Aggregate the training rollouts of one step."""
-    scored = [r for r in rollouts if r.get("unscorable") is None and _finite(r.get("reward")) is not None]
-    rewards = [float(r["reward"]) for r in scored]
+def rollout_summary(rollouts: list[RolloutRecord]) -> dict[str, Any]:
+    """Aggregate the training rollouts of one step (records as :mod:`agentrl.rolloutfile` reads them)."""
+    scored = [r for r in rollouts if r.unscorable is None and _finite(r.reward) is not None]
+    rewards = [float(r.reward) for r in scored]
     out: dict[str, Any] = {
         "rollouts": len(rollouts),
         "unscorable": len(rollouts) - len(scored),
         "reward_mean": statistics.fmean(rewards) if rewards else None,
         "reward_std": statistics.pstdev(rewards) if len(rewards) > 1 else (0.0 if rewards else None),
-        "tool_calls_per_rollout": statistics.fmean(r.get("tool_calls", 0) for r in rollouts) if rollouts else None,
+        "tool_calls_per_rollout": statistics.fmean(r.tool_calls or 0 for r in rollouts) if rollouts else None,
     }
     out["frac_reward_zero_std"] = zero_spread_share(scored)
-    versions = sorted({str(r["reward_version"]) for r in rollouts if r.get("reward_version")})
+    versions = sorted({str(r.reward_version) for r in rollouts if r.reward_version})
     if versions:  # the reward set's version(s) that gave these scores (one, unless the rewards changed mid-step)
         out["reward_version"] = versions[0] if len(versions) == 1 else versions
     parts: dict[str, list[float]] = defaultdict(list)
     for r in scored:
-        for name, value in (r.get("components") or {}).items():
+        for name, value in (r.components or {}).items():
             if _finite(value) is not None:
                 parts[name].append(float(value))
     for name, values in sorted(parts.items()):
         out[f"reward/{name}"] = statistics.fmean(values)
-    stale = [r["staleness"] for r in rollouts if isinstance(r.get("staleness"), int)]
+    stale = [r.staleness for r in rollouts if isinstance(r.staleness, int)]
     if stale:  # off-policy runs: how many updates behind the trained policy each rollout was generated
         out["staleness_mean"] = statistics.fmean(stale)
         out["staleness_max"] = max(stale)
@@ -68,12 +70,12 @@ def rollout_summary(rollouts: list[dict]) -> dict[str, Any]:
     return out
 
 
-def zero_spread_share(scored: list[dict]) -> float | None:
+def zero_spread_share(scored: list[RolloutRecord]) -> float | None:
     """The share of prompt groups (samples of one prompt, ``prompt_id``) whose rewards are all equal: GRPO
     gives such a group zero advantages, so it teaches nothing. None when no group has two scored samples."""
     groups: dict[Any, list[float]] = defaultdict(list)
     for r in scored:
-        groups[r.get("prompt_id")].append(float(r["reward"]))
+        groups[r.prompt_id].append(float(r.reward))
     sized = [g for g in groups.values() if len(g) > 1]
     return sum(max(g) - min(g) < 1e-9 for g in sized) / len(sized) if sized else None
 
@@ -137,25 +139,10 @@ def error_tail(log_path: Path, lines: int = 12) -> str:
     return "\n".join(text[-lines:])
 
 
-# The record's own step and validation flag, read without parsing the line. ``append_rollout`` writes
-# them before the messages, and a string inside a record cannot hold an unescaped quote, so the first
-# match is the record's own; a line it does not match is parsed.
-_STEP_FIELDS = re.compile(rb'"step": (-?\d+|null), "validation": (true|false)')
-
-
 def _step_of(line: bytes) -> tuple[Any, bool] | None:
     """(step, validation) of one JSONL line; None for a line that is not a JSON object."""
-    found = _STEP_FIELDS.search(line)
-    if found is not None:
-        raw = found.group(1)
-        return (None if raw == b"null" else int(raw)), found.group(2) == b"true"
-    try:
-        rec = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(rec, dict):
-        return None
-    return rec.get("step"), bool(rec.get("validation"))
+    key = line_key(line)
+    return None if key is None else (key.step, bool(key.validation))
 
 
 def rewind(run_dir: Path, step: int, attempt: int) -> int:
@@ -202,7 +189,7 @@ def _recover_lost_steps(run_dir: Path, step: int) -> None:
     such steps are parsed."""
     metrics, _ = read_jsonl(RunDir(run_dir).metrics)
     have = {m.get("step") for m in metrics if not m.get("validation")}
-    by_step: dict[int, list[dict]] = defaultdict(list)
+    by_step: dict[int, list[RolloutRecord]] = defaultdict(list)
     path = RunDir(run_dir).rollouts
     if path.exists():
         with path.open("rb") as fh:
@@ -211,10 +198,9 @@ def _recover_lost_steps(run_dir: Path, step: int) -> None:
                 if found is None or found[1] or not isinstance(found[0], int):
                     continue
                 if 0 < found[0] <= step and found[0] not in have:
-                    try:
-                        by_step[found[0]].append(json.loads(line))
-                    except ValueError:
-                        continue
+                    record = decode(line)
+                    if record is not None:
+                        by_step[found[0]].append(record)
     lost = sorted(by_step)
     if not lost:
         return
@@ -244,7 +230,7 @@ class Watcher:
         self.verl_offset = 0
         self.rollout_offset = self.rollouts_file.stat().st_size if self.rollouts_file.exists() else 0
         # rollouts by (trainer step, validation); each rollout names the step it was drawn for
-        self.pending: dict[tuple[Any, bool], list[dict]] = defaultdict(list)
+        self.pending: dict[tuple[Any, bool], list[RolloutRecord]] = defaultdict(list)
         self.first_step: int | None = None
         self.first_step_at = 0.0
         self.start_step = start_step
@@ -260,9 +246,9 @@ class Watcher:
     def poll(self) -> None:
         self.placer.place()
         self._echo_tool_events()
-        rollouts, self.rollout_offset = read_jsonl(self.rollouts_file, self.rollout_offset)
+        rollouts, self.rollout_offset = read_new(self.rollouts_file, self.rollout_offset)
         for r in rollouts:
-            self.pending[(r.get("step"), bool(r.get("validation")))].append(r)
+            self.pending[(r.step, bool(r.validation))].append(r)
         records, self.verl_offset = read_jsonl(self.verl_file, self.verl_offset)
         for rec in records:
             step, data = int(rec.get("step", 0)), rec.get("data", {})

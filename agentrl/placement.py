@@ -8,12 +8,15 @@ runner before a resume) joins the two into ``rollouts.jsonl``, each group once.
 
 from __future__ import annotations
 
-import re
+import json
 from collections import defaultdict
 from pathlib import Path
 
+import msgspec
+
+from agentrl.rolloutfile import LineKey, line_key
 from agentrl.rundir import RunDir
-from agentrl.runlog import append_jsonl, read_jsonl
+from agentrl.runlog import append_jsonl, read_jsonl, read_lines
 
 
 class Placer:
@@ -27,7 +30,7 @@ class Placer:
         self.rollouts_file, self.generated_file, self.trained_file = run.rollouts, run.generated, run.trained
         self.group_size = max(1, group_size)
         self.generated_offset = self.trained_offset = 0
-        self.generated: dict[str, list[dict]] = defaultdict(list)
+        self.generated: dict[str, list[tuple[LineKey, bytes]]] = defaultdict(list)
         self.placed = self._placed_groups()
 
     def _placed_groups(self) -> set[str]:
@@ -37,17 +40,18 @@ class Placer:
             return placed
         with self.rollouts_file.open("rb") as fh:
             for line in fh:
-                found = re.search(rb'"group": "([^"]+)"', line)
-                if found and b'"drawn_step"' in line:
-                    placed.add(found.group(1).decode())
+                key = line_key(line)
+                if key is not None and isinstance(key.group, str) and key.group and key.drawn_step is not msgspec.UNSET:
+                    placed.add(key.group)
         return placed
 
     def place(self) -> None:
         trained, self.trained_offset = read_jsonl(self.trained_file, self.trained_offset)
-        generated, self.generated_offset = read_jsonl(self.generated_file, self.generated_offset)
-        for r in generated:
-            if str(r.get("group")) not in self.placed:
-                self.generated[str(r.get("group"))].append(r)
+        lines, self.generated_offset = read_lines(self.generated_file, self.generated_offset)
+        for line in lines:
+            key = line_key(line)
+            if key is not None and str(key.group) not in self.placed:
+                self.generated[str(key.group)].append((key, line))
         for line in trained:
             step = int(line["step"])
             for group in line.get("groups", []):
@@ -55,9 +59,9 @@ class Placer:
                 if group in self.placed or not rollouts:
                     continue
                 self.placed.add(group)
-                for r in rollouts:
-                    version = r.get("policy_version")
-                    placed = {**r, "step": step, "drawn_step": r.get("step"),
+                for key, line in rollouts:  # the line as generated, filed under the step that trained it
+                    version = key.policy_version
+                    placed = {**json.loads(line), "step": step, "drawn_step": key.step,
                               "staleness": step - 1 - version if isinstance(version, int) else None}
                     append_jsonl(self.rollouts_file, placed)
 

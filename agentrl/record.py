@@ -3,7 +3,7 @@
     record = await Episode(state, policy).run(row, sampling_params)     # agentrl.episode
     record.reward, record.components, record.unscorable, record.trajectory
     record.to_dict()                          # one line of rollouts.jsonl (the JSON keys below)
-    RolloutRecord.from_dict(json.loads(line)) # back again; keys a file lacks take their defaults
+    agentrl.rolloutfile.decode(line)          # back again, typed; keys a file lacks take their defaults
 
 The agent loop in training, the local engine (``agentrl eval``/``prior``), the job page's index
 (:class:`RolloutSummary`, the few fields it files rollouts by) and the synthetic run writer all use these
@@ -14,14 +14,72 @@ two classes, so the file's keys are declared here and nowhere else.
 score" is never 0. ``turn_rewards`` has one entry per assistant turn (None: no turn score);
 ``turn_advantages`` is what :func:`agentrl.credit.advantages` gives each turn once its group is complete
 (:func:`agentrl.credit.fill`, as ``agentrl inspect`` and the job page do).
+
+Read back, a line is decoded once, by :mod:`agentrl.rolloutfile` (msgspec): the same record, with each turn a
+:class:`Turn` (``response``, ``tool_calls`` as :class:`Call`, ``tool_results`` as :class:`CallResult`) and
+``stop_reason`` a :class:`StopReason`; the episode writes its steps as attribute-dicts with the same keys, so
+``turn.tool_calls[0].name`` reads either.
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field, fields
 from typing import Any, Optional
 
 import msgspec
+
+
+class StopReason(enum.StrEnum):
+    """Why the episode ended; a str, so it compares and is written as its value ("answered", ...). A value
+    this agentrl does not know (a newer file's) reads as a member of its own, never an error."""
+
+    ANSWERED = "answered"  # the model answered without a tool call
+    TURN_BUDGET = "turn_budget"  # agent.max_turns or max_tool_calls ran out
+    RESPONSE_BUDGET = "response_budget"  # max_response_length ran out
+    ABORTED = "aborted"  # the rollout server stopped the generation (verl's vLLM abort)
+    TOOL_INFRA_ERROR = "tool_infra_error"  # a tool server failed: the rollout is unscorable
+    DECLARED_CALL = "declared_call"  # the model called a declared tool that nothing executes (graded as is)
+
+    @classmethod
+    def _missing_(cls, value: object) -> "StopReason | None":
+        if not isinstance(value, str):
+            return None
+        member = str.__new__(cls, value)
+        member._name_, member._value_ = value.upper(), value
+        return member
+
+
+class Call(msgspec.Struct):
+    """A tool call the model made, as a turn records it."""
+
+    id: Any = None
+    name: Any = None
+    arguments: Any = None
+
+
+class CallResult(msgspec.Struct):
+    """What a tool call got back (``is_error``: the tool answered with an error, shown to the model)."""
+
+    id: Any = None
+    name: Any = None
+    content: Any = None
+    is_error: Any = False
+
+
+class Turn(msgspec.Struct):
+    """One assistant turn of ``trajectory``: its text, its tool calls and their results, and the simulated
+    user's reply where there is one."""
+
+    response: Any = ""
+    tool_calls: Optional[list[Call]] = None
+    tool_results: Optional[list[CallResult]] = None
+    reasoning: Optional[str] = None
+    user_reply: Any = None
+
+    def __post_init__(self) -> None:  # a file that wrote null reads as none
+        self.tool_calls = self.tool_calls or []
+        self.tool_results = self.tool_results or []
 
 
 @dataclass
@@ -47,7 +105,7 @@ class RolloutRecord:
     turn_unscorable: dict = field(default_factory=dict)  # turn index (from 0, as a string) -> why it could not be scored
     turn_advantages: Optional[list] = None  # one per assistant turn, filled where the whole group is known (agentrl.credit)
     reward_version: Optional[str] = None  # the reward set's version that gave reward/components (agentrl.rewards.versions)
-    stop_reason: str = "answered"  # answered, turn_budget, response_budget, aborted, tool_infra_error, declared_call
+    stop_reason: str = "answered"  # a StopReason's value (read back: the StopReason)
     response_tokens: int = 0
     started_at: float = 0.0  # wall clock, seconds since the epoch
     finished_at: float = 0.0
@@ -57,8 +115,13 @@ class RolloutRecord:
     reward_seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        """The line's JSON object (shallow: messages and trajectory are the record's own lists)."""
-        return {name: getattr(self, name) for name in KEYS}
+        """The line's JSON object (shallow: messages and the episode's steps are the record's own; a record read
+        back, whose turns are :class:`Turn`, gives them as the dicts they were read from)."""
+        out = {name: getattr(self, name) for name in KEYS}
+        if any(isinstance(t, msgspec.Struct) for t in self.trajectory):
+            out["trajectory"] = [{k: v for k, v in msgspec.to_builtins(t).items() if v is not None}
+                                 if isinstance(t, msgspec.Struct) else t for t in self.trajectory]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RolloutRecord":

@@ -37,6 +37,7 @@ from typing import Any, Iterator
 
 from agentrl.errors import AgentrlError
 from agentrl.record import RolloutRecord
+from agentrl.rolloutfile import decode
 from agentrl.rundir import RunDir
 from agentrl.verl.args import run_norm_by_std
 from agentrl.trajectory import make_item, make_sample
@@ -223,11 +224,11 @@ def _records(path: Path) -> Iterator[RolloutRecord]:
         for n, line in enumerate(fh, 1):
             if not line.strip():
                 continue
-            try:
-                yield RolloutRecord.from_dict(json.loads(line))
-            except (ValueError, TypeError) as exc:
-                raise RescoreError(f"{path}:{n}: not a rollout record ({exc}); a line cut short by a crash can be "
-                                   f"removed, the rest is kept") from None
+            record = decode(line)
+            if record is None:
+                raise RescoreError(f"{path}:{n}: not a rollout record (not a JSON object: {line[:60]!r}); a line "
+                                   f"cut short by a crash can be removed, the rest is kept")
+            yield record
 
 
 def rescore(run_dir: str, config_path: str, out_dir: str, *, overrides: list[str] = (), out=None,
@@ -268,7 +269,7 @@ def rescore(run_dir: str, config_path: str, out_dir: str, *, overrides: list[str
                                    f"{rec.source!r}", version)
         item = make_item(row["messages"], row.get("metadata"), **row.get("fields", {}), id=row["id"],
                          source=row.get("source"))
-        steps = rec.trajectory or [{"response": ""}]
+        steps = rec.to_dict()["trajectory"] or [{"response": ""}]  # the rewards take the steps as the episode gave them
         sample = make_sample(rec.rollout_id, steps, messages=rec.messages, reasoning=steps[-1].get("reasoning", ""))
         result = await rewards.ascore(sample, item)
         return _side(result.score, result.components, result.unscorable, version)

@@ -29,8 +29,9 @@ def append_jsonl(path: str | Path, record: dict[str, Any]) -> None:
         os.close(fd)
 
 
-def read_jsonl(path: str | Path, start: int = 0) -> tuple[list[dict], int]:
-    """Complete lines from byte offset ``start``; returns them and the offset after the last one."""
+def read_lines(path: str | Path, start: int = 0) -> tuple[list[bytes], int]:
+    """The complete, non-blank lines from byte offset ``start``, and the offset after the last one (a line
+    still being written is left for the next read)."""
     path = Path(path)
     if not path.exists():
         return [], start
@@ -40,11 +41,16 @@ def read_jsonl(path: str | Path, start: int = 0) -> tuple[list[dict], int]:
     end = data.rfind(b"\n")
     if end < 0:
         return [], start
+    return [raw for raw in data[: end + 1].splitlines() if raw.strip()], start + end + 1
+
+
+def read_jsonl(path: str | Path, start: int = 0) -> tuple[list[dict], int]:
+    """Complete lines from byte offset ``start``; returns them and the offset after the last one."""
+    lines, end = read_lines(path, start)
     records = []
-    for raw in data[: end + 1].splitlines():
-        if raw.strip():
-            try:
-                records.append(json.loads(raw))
-            except json.JSONDecodeError:
-                continue
-    return records, start + end + 1
+    for raw in lines:
+        try:
+            records.append(json.loads(raw))
+        except json.JSONDecodeError:
+            continue
+    return records, end

@@ -1,7 +1,7 @@
 """Tripwires for reward hacking while a run trains: signals that the policy found a hole in the reward.
 
     wires = Tripwires(heldout=["gold"])              # weight-0 rewards: logged, not trained on, so held out
-    alerts = wires.on_step(12, line, rollouts)       # a metrics.jsonl line and the step's rollouts (dicts)
+    alerts = wires.on_step(12, line, rollouts)       # a metrics.jsonl line and the step's rollouts (agentrl.rolloutfile)
     alerts[0].to_dict()
     {"step": 12, "signal": "heldout_flat", "message": "training reward +0.31 over the last 4 steps while the
      held-out check gold moved +0.00 ...", "examples": ["r-6f0c...", ...]}
@@ -37,6 +37,8 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from agentrl.record import RolloutRecord
+
 RISE = 0.05  # a reward mean that moved by this much between windows "rises"
 FALL = -0.02
 FLAT = 0.01  # a held-out check that moved less than this "does not rise"
@@ -66,16 +68,15 @@ class Alert:
         return f"tripwire at step {self.step}: {self.signal}: {self.message}" + (f" (e.g. {shown})" if shown else "")
 
 
-def final_answer(rollout: dict) -> str:
+def final_answer(rollout: RolloutRecord) -> str:
     """A rollout's last response, folded (case, spacing) so that the same answer compares equal."""
-    steps = rollout.get("trajectory") or []
-    text = (steps[-1].get("response") if steps and isinstance(steps[-1], dict) else "") or ""
-    return re.sub(r"\s+", " ", text).strip().lower()
+    steps = rollout.trajectory or []
+    text = (steps[-1].response if steps else "") or ""
+    return re.sub(r"\s+", " ", str(text)).strip().lower()
 
 
-def _tools(rollout: dict) -> list[str]:
-    return [str(c.get("name")) for s in rollout.get("trajectory") or [] if isinstance(s, dict)
-            for c in s.get("tool_calls") or [] if isinstance(c, dict)]
+def _tools(rollout: RolloutRecord) -> list[str]:
+    return [str(c.name) for s in rollout.trajectory or [] for c in s.tool_calls]
 
 
 def _mean(values: list[float]) -> float | None:
@@ -115,8 +116,8 @@ class RowGolds:
     def __init__(self) -> None:
         self.files: dict[str, list[str | None]] = {}
 
-    def expected(self, rollout: dict) -> str | None:
-        path, _, line = str(rollout.get("source") or "").rpartition(":")
+    def expected(self, rollout: RolloutRecord) -> str | None:
+        path, _, line = str(rollout.source or "").rpartition(":")
         if not path or not line.isdigit():
             return None
         if path not in self.files:
@@ -172,8 +173,8 @@ class Tripwires:
         for label in self.heldout:
             self.val_unconfirmed[label].append(_mean([v for v in self.unconfirmed[label][-self.window:] if v is not None]))
 
-    def on_step(self, step: Any, line: dict[str, Any], rollouts: list[dict]) -> list[Alert]:
-        scored = [r for r in rollouts if r.get("reward") is not None and r.get("unscorable") is None]
+    def on_step(self, step: Any, line: dict[str, Any], rollouts: list[RolloutRecord]) -> list[Alert]:
+        scored = [r for r in rollouts if r.reward is not None and r.unscorable is None]
         self.reward.append(line.get("reward_mean"))
         # the length of what is graded, the final answer: tool calls and their results lengthen a response
         # legitimately (the demo's do as it learns to use the calculator), a padded answer does not
@@ -183,8 +184,8 @@ class Tripwires:
             self.parts[label].append(line.get(f"reward/{label}"))
         self.steps_seen += 1
         for label in self.heldout:
-            checked = [r for r in scored if isinstance((r.get("components") or {}).get(label), (int, float))]
-            self.unconfirmed[label].append(_mean([float(r["reward"] >= PAID and r["components"][label] < PAID)
+            checked = [r for r in scored if isinstance((r.components or {}).get(label), (int, float))]
+            self.unconfirmed[label].append(_mean([float(r.reward >= PAID and r.components[label] < PAID)
                                                   for r in checked]) if checked else None)
         tools = Counter(t for r in rollouts for t in _tools(r))
         if self.steps_seen <= self.window:
@@ -201,7 +202,7 @@ class Tripwires:
                 fired.append(alert)
         return fired
 
-    def _length(self, step: Any, scored: list[dict]) -> Alert | None:
+    def _length(self, step: Any, scored: list[RolloutRecord]) -> Alert | None:
         reward, before = _rise(self.reward, self.window), [v for v in self.length if v is not None]
         if reward is None or reward < RISE or len(before) < 2 * self.window:
             return None
@@ -211,9 +212,9 @@ class Tripwires:
         longest = sorted(scored, key=lambda r: -len(final_answer(r)))[:EXAMPLES]
         return Alert(step, "length_drift", f"final answers grew from {old:.0f} to {new:.0f} characters on average "
                      f"(+{(new - old) / old:.0%}) over the last {self.window} steps while the reward rose {reward:+.2f}; "
-                     f"read the longest: is the length paid for?", [r["rollout_id"] for r in longest])
+                     f"read the longest: is the length paid for?", [r.rollout_id for r in longest])
 
-    def _one_component(self, step: Any, scored: list[dict]) -> Alert | None:
+    def _one_component(self, step: Any, scored: list[RolloutRecord]) -> Alert | None:
         trained = {k: v for k, v in self.parts.items() if k not in self.heldout}
         if len(trained) < 2:
             return None
@@ -225,14 +226,14 @@ class Tripwires:
         others = {k: v for k, v in rises.items() if k != top}
         if rises[top] < RISE or not all(v < FALL for v in others.values()):
             return None
-        examples = sorted(scored, key=lambda r: -((r.get("components") or {}).get(top) or 0)
-                          + sum((r.get("components") or {}).get(k) or 0 for k in others))[:EXAMPLES]
+        examples = sorted(scored, key=lambda r: -((r.components or {}).get(top) or 0)
+                          + sum((r.components or {}).get(k) or 0 for k in others))[:EXAMPLES]
         falls = ", ".join(f"{k} {v:+.2f}" for k, v in sorted(others.items()))
         return Alert(step, "one_component", f"{top} rose {rises[top]:+.2f} and carries the total ({total:+.2f}) while "
                      f"the other rewards fell ({falls}) over the last {self.window} steps",
-                     [r["rollout_id"] for r in examples])
+                     [r.rollout_id for r in examples])
 
-    def _heldout(self, step: Any, scored: list[dict]) -> Alert | None:
+    def _heldout(self, step: Any, scored: list[RolloutRecord]) -> Alert | None:
         for label in self.heldout:
             checks = [(v, r, u) for v, r, u in zip(self.val_heldout.get(label, []), self.val_reward,
                                                    self.val_unconfirmed.get(label, [])) if v is not None and r is not None]
@@ -251,13 +252,13 @@ class Tripwires:
             if old is not None and new is not None and new - old < RISE:
                 continue  # the rise did not come through passes the check fails
             through = f"; passes it fails went from {old:.0%} to {new:.0%} of the rollouts" if old is not None and new is not None else ""
-            examples = sorted(scored, key=lambda r: -(r["reward"] - ((r.get("components") or {}).get(label) or 0)))
+            examples = sorted(scored, key=lambda r: -(r.reward - ((r.components or {}).get(label) or 0)))
             return Alert(step, "heldout_flat", f"the training reward rose {reward:+.2f} while the held-out check "
                          f"{label} moved {moved:+.2f} {where}{through}: the reward pays for something the check "
-                         f"does not", [r["rollout_id"] for r in examples[:EXAMPLES]])
+                         f"does not", [r.rollout_id for r in examples[:EXAMPLES]])
         return None
 
-    def _same_answer(self, step: Any, rollouts: list[dict]) -> Alert | None:
+    def _same_answer(self, step: Any, rollouts: list[RolloutRecord]) -> Alert | None:
         """One paid answer across prompts. An unpaid answer everywhere (a model that ends on a tool call with
         nothing to say, a base model still guessing) is not a hole the reward pays for, so it is left to the
         reward curve; nor is a wrong answer paid only by a side reward (the demo's "The answer is 1." after a
@@ -266,32 +267,32 @@ class Tripwires:
         by_answer: dict[str, dict[Any, list[float]]] = defaultdict(lambda: defaultdict(list))
         for r in rollouts:
             answer = final_answer(r)
-            parts = r.get("components") or {}
+            parts = r.components or {}
             if any((parts.get(label) or 0) >= PAID for label in self.heldout):
                 continue  # right by the held-out check: prompts whose answers coincide ("1" to 5 - 4 and 9 - 8)
-            if r.get("reward") is not None and r.get("unscorable") is None:
-                by_answer[answer][r.get("prompt_id")].append(float(r["reward"]))
-        prompts = {r.get("prompt_id") for r in rollouts}
+            if r.reward is not None and r.unscorable is None:
+                by_answer[answer][r.prompt_id].append(float(r.reward))
+        prompts = {r.prompt_id for r in rollouts}
         # the prompts each answer was paid on as a pass there (a wrong "1" that a side reward pays 0.33 is not)
         prompts_by_answer = {a: {p for p, v in per.items() if statistics.fmean(v) >= PAID} for a, per in by_answer.items()}
         paid = {a: [v for p in prompts_by_answer[a] for v in per[p]] for a, per in by_answer.items()}
         if not any(prompts_by_answer.values()):
             return None
         answer, seen = max(prompts_by_answer.items(), key=lambda kv: (len(kv[1]), kv[0]))
-        mean = _mean([float(r["reward"]) for r in rollouts if r.get("reward") is not None]) or 0.0
+        mean = _mean([float(r.reward) for r in rollouts if r.reward is not None]) or 0.0
         if len(seen) < SAME_ANSWER_PROMPTS or len(seen) < SAME_ANSWER_SHARE * len(prompts) or \
                 statistics.fmean(paid[answer]) < max(mean, PAID):
             return None
-        golds = {self.rows.expected(r) for r in rollouts if r.get("prompt_id") in seen and final_answer(r) == answer}
+        golds = {self.rows.expected(r) for r in rollouts if r.prompt_id in seen and final_answer(r) == answer}
         if len(golds) == 1 and None not in golds:
             return None  # every such prompt's row expects the same answer: right answers that coincide ("1" to 4 - 3, 6 - 5)
-        examples = [r["rollout_id"] for r in rollouts if final_answer(r) == answer][:EXAMPLES]
+        examples = [r.rollout_id for r in rollouts if final_answer(r) == answer][:EXAMPLES]
         shown = repr(answer[:80]) if answer else "'' (an empty answer)"
         return Alert(step, "same_answer", f"{len(seen)} of {len(prompts)} prompts got the same answer "
                      f"{shown}, paid {statistics.fmean(paid[answer]):.2f} on average (the step: {mean:.2f})",
                      examples)
 
-    def _tool_collapse(self, step: Any, rollouts: list[dict], tools: Counter) -> Alert | None:
+    def _tool_collapse(self, step: Any, rollouts: list[RolloutRecord], tools: Counter) -> Alert | None:
         if self.steps_seen <= self.window or sum(tools.values()) < MIN_TOOL_CALLS * self.window:
             return None
         base = self.baseline_tools
@@ -302,6 +303,6 @@ class Tripwires:
         if share < TOOL_SHARE:
             return None
         was = ", ".join(f"{t} {n / sum(base.values()):.0%}" for t, n in base.most_common(4))
-        examples = [r["rollout_id"] for r in rollouts if tool in _tools(r)][:EXAMPLES]
+        examples = [r.rollout_id for r in rollouts if tool in _tools(r)][:EXAMPLES]
         return Alert(step, "tool_collapse", f"{share:.0%} of the last {self.window} steps' {sum(tools.values())} tool "
                      f"calls went to {tool}; the first {self.window} steps used {was}", examples)

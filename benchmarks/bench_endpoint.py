@@ -90,7 +90,7 @@ def measure(config: Path, turns: int, rows: list, tokenizer) -> dict:
     finally:
         runner.close()
     model_turns = sum(engine.seen.values())
-    assert all(r["reward"] is not None for r in records), [r["unscorable"] for r in records][:2]
+    assert all(r.rollout.reward is not None for r in records), [r.rollout.unscorable for r in records][:2]
     assert model_turns == len(rows) * turns, (model_turns, len(rows), turns)
     return {"wall_ms_per_turn": 1000 * wall / model_turns, "cpu_ms_per_turn": 1000 * cpu / model_turns,
             "turns": model_turns}

@@ -28,7 +28,7 @@ def measure(settings, model_path: str, rows: list[dict], samples: int, temperatu
         stats = runner.engine.stats()
     finally:
         runner.close()
-    mean = sum(r["reward"] or 0.0 for r in records) / len(records)
+    mean = sum(r.rollout.reward or 0.0 for r in records) / len(records)
     return {"seconds": seconds, "rollouts": len(records), "batches": stats["batches"], "reward": mean}
 
 

@@ -90,15 +90,14 @@ def analyse(run_dir: Path) -> dict:
 
 def replay(run_dir: Path) -> dict:
     from agentrl.metrics import _heldout_rewards
+    from agentrl.rolloutfile import read_records
     from agentrl.tripwires import Tripwires
 
     wires = Tripwires(heldout=_heldout_rewards(run_dir))
     by_step: dict = {}
-    with (run_dir / "rollouts.jsonl").open() as fh:
-        for line in fh:
-            r = json.loads(line)
-            if not r.get("validation"):
-                by_step.setdefault(r.get("step"), []).append(r)
+    for r in read_records(run_dir / "rollouts.jsonl"):
+        if not r.validation:
+            by_step.setdefault(r.step, []).append(r)
     alerts = []
     for line in (json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines() if x.strip()):
         if line.get("validation"):
@@ -120,17 +119,18 @@ def write_fixture(run_dir: Path, out: Path) -> int:
     for x in (json.loads(v) for v in (run_dir / "metrics.jsonl").read_text().splitlines() if v.strip()):
         trimmed = {k: v for k, v in x.items() if k in keep or k.startswith(("reward/", "val/reward"))}
         lines.append({"metrics": trimmed, "alerts": [a["signal"] for a in x.get("alerts") or []]})
-    with (run_dir / "rollouts.jsonl").open() as fh:
-        for r in (json.loads(v) for v in fh):
-            if r.get("validation"):
-                continue
-            steps = r.get("trajectory") or []
-            lines.append({"rollout": {
-                "rollout_id": r["rollout_id"], "prompt_id": r.get("prompt_id"), "step": r.get("step"),
-                "reward": r.get("reward"), "components": r.get("components"), "unscorable": r.get("unscorable"),
-                "tool_calls": r.get("tool_calls", 0),
-                "trajectory": [{"response": steps[-1].get("response", "") if steps else "",
-                                "tool_calls": [{"name": c.get("name")} for s in steps for c in s.get("tool_calls") or []]}]}})
+    from agentrl.rolloutfile import read_records
+
+    for r in read_records(run_dir / "rollouts.jsonl"):
+        if r.validation:
+            continue
+        steps = r.trajectory
+        lines.append({"rollout": {
+            "rollout_id": r.rollout_id, "prompt_id": r.prompt_id, "step": r.step,
+            "reward": r.reward, "components": r.components, "unscorable": r.unscorable,
+            "tool_calls": r.tool_calls,
+            "trajectory": [{"response": (steps[-1].response or "") if steps else "",
+                            "tool_calls": [{"name": c.name} for s in steps for c in s.tool_calls]}]}})
     out.write_bytes(gzip.compress("".join(json.dumps(x, sort_keys=True) + "\n" for x in lines).encode(), mtime=0))
     return len(lines)
 

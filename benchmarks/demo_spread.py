@@ -23,12 +23,12 @@ def metrics(run: Path) -> tuple[list[dict], dict[int, float]]:
 
 
 def groups(run: Path, step: int, validation: bool) -> dict[str, list]:
+    from agentrl.rolloutfile import read_records
+
     out: dict[str, list] = {}
-    with (run / "rollouts.jsonl").open() as fh:
-        for line in fh:
-            r = json.loads(line)
-            if r["step"] == step and bool(r.get("validation")) == validation:
-                out.setdefault(r["prompt_id"], []).append((json.dumps(r["messages"]), r["reward"]))
+    for r in read_records(run / "rollouts.jsonl"):
+        if r.step == step and bool(r.validation) == validation:
+            out.setdefault(r.prompt_id, []).append((json.dumps(r.messages), r.reward))
     return {k: sorted(v) for k, v in out.items()}
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import random
 import re
 import threading
 import weakref
@@ -19,7 +18,10 @@ from typing import Any
 
 import cachetools
 
+from agentrl.backoff import backoff as backoff_delay
 from agentrl.rewards.errors import Unscorable
+
+JUDGE_BACKOFF_CAP = 30.0  # seconds: before retry n the judge waits uniform(0, min(cap, backoff * 2**(n-1)))
 
 DEFAULT_TEMPLATE = """You are grading an AI assistant's answer against a rubric.
 
@@ -199,7 +201,7 @@ async def chat(messages: list[dict], *, model: str, api_base: str | None = None,
                 raise Unscorable(f"judge {model} refused the request: HTTP {status}: {str(exc)[:200]}. "
                                  f"Check the model name, api_base and the API key the reward declares in env") from exc
             if attempt < retries:
-                await asyncio.sleep(backoff * (2**attempt) * (0.5 + random.random()))
+                await asyncio.sleep(backoff_delay(attempt + 1, base=backoff, cap=JUDGE_BACKOFF_CAP))
             continue
         return (resp.choices[0].message.content or "") if resp.choices else ""
     raise Unscorable(f"judge {model}: {last} after {retries} retries")

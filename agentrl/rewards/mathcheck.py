@@ -30,9 +30,10 @@ import select
 import subprocess
 import sys
 import threading
-from collections import OrderedDict
 from fractions import Fraction
 from functools import lru_cache
+
+import cachetools
 
 from agentrl.deadline import DeadlineExceeded, call_with_deadline
 from agentrl.rewards.errors import Unscorable
@@ -44,6 +45,7 @@ from agentrl.rewards.mathnorm import Num, Seq, parse_value, same_text_key
 __all__ = ["extract_final_answer", "score_answer", "numbers_match", "SymbolicPool", "symbolic_equal", "clear_caches"]
 
 DEFAULT_TOLERANCE = 1e-6
+CACHE_SIZE = 4096  # symbolic comparisons a pool remembers, least recently used first out
 
 
 def _close(a, b, tol: float) -> bool:
@@ -126,7 +128,7 @@ class SymbolicPool:
         self._free: list[subprocess.Popen] = []
         self._count = 0
         self._cond = threading.Condition()
-        self._cache: OrderedDict = OrderedDict()
+        self._cache: cachetools.LRUCache = cachetools.LRUCache(maxsize=CACHE_SIZE)  # (gold, pred, numeric) -> equal
 
     STARTUP_TIMEOUT = 120.0  # importing sympy + math_verify on a loaded machine can take a while
 
@@ -173,7 +175,6 @@ class SymbolicPool:
         key = (gold, pred, numeric)
         with self._cond:
             if key in self._cache:
-                self._cache.move_to_end(key)
                 return self._cache[key]
         proc = self._acquire()
         try:
@@ -188,8 +189,6 @@ class SymbolicPool:
             raise Unscorable(f"symbolic comparison failed: {reply['error']}")
         with self._cond:
             self._cache[key] = reply["value"]
-            if len(self._cache) > 4096:
-                self._cache.popitem(last=False)
         return reply["value"]
 
     @staticmethod

@@ -21,6 +21,7 @@ import re
 import time
 from typing import Any
 
+from agentrl.backoff import backoff
 from agentrl.rewards.errors import Unscorable
 from agentrl.rewards.graderbase import Grader
 from agentrl.rewards.gradertemplate import Template
@@ -28,6 +29,7 @@ from agentrl.rewards.judge import chat_sync
 from agentrl.rewards.errors import RewardConfigError
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+ENDPOINT_BACKOFF_BASE, ENDPOINT_BACKOFF_CAP = 0.4, 5.0  # seconds: retry n waits uniform(0, min(5, 0.4 * 2**(n-1)))
 _SAMPLING = ("temperature", "max_tokens", "max_completions_tokens", "top_p", "seed", "reasoning_effort")
 
 
@@ -150,8 +152,8 @@ class Endpoint(Grader):
         body = {"sample": unwrap(sample), "item": unwrap(item), "rollout_id": sample.get("rollout_id")}
         last = ""
         for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(min(5.0, 0.2 * 2 ** attempt))
+            if attempt:  # raw() runs in a worker thread, not on an event loop: a blocking wait is the right one
+                time.sleep(backoff(attempt, base=ENDPOINT_BACKOFF_BASE, cap=ENDPOINT_BACKOFF_CAP))
             try:
                 response = httpx.post(self.url, json=body, headers=self.headers, timeout=self.timeout)
             except httpx.TransportError as exc:

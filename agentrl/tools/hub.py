@@ -26,10 +26,12 @@ from typing import Any, AsyncIterator
 from agentrl.tools.config import ServerSpec, parse_servers_config
 from agentrl.tools.limits import RunLimits, gate_for, on_ray
 from agentrl.tools.pushback import pushback_wait
+from agentrl.tools.connections import new_connection
 from agentrl.tools.session import RolloutSession, restarted
-from agentrl.tools.traffic import CircuitBreaker, ServerStats, backoff
+from agentrl.backoff import backoff
+from agentrl.tools.traffic import CircuitBreaker, ServerStats
 from agentrl.tools.types import (  # noqa: F401  (ToolCall, ToolResult, truncate re-exported)
-    CallOutcome, ToolCall, ToolInfraError, ToolResult, ToolSpec, TransportFailure, new_connection, truncate)
+    CallOutcome, ToolCall, ToolInfraError, ToolResult, ToolSpec, TransportFailure, truncate)
 
 DEFAULT_MAX_RESULT_CHARS = 16_000
 
@@ -215,7 +217,7 @@ class ToolHub:
                     raise ToolInfraError(spec.name, f"{what}: the call's deadline of {spec.call_deadline:g}s passed "
                                          f"before attempt {attempt + pushed + 1} ({spec.name!r}'s \"deadline\")", "deadline")
                 try:
-                    conn = await (session._connection(srv) if per_rollout else self._shared(srv))
+                    conn = await (session.connection(srv) if per_rollout else self._shared(srv))
                     result = await asyncio.wait_for(op(conn), min(spec.timeout, left))
                 except asyncio.TimeoutError:
                     srv.breaker.failure()
@@ -228,7 +230,7 @@ class ToolHub:
                     srv.breaker.failure()
                     srv.stats.record(time.perf_counter() - start, failure.kind)
                     if conn is not None and failure.connection_lost:
-                        await (session._discard(srv, conn, str(failure)) if per_rollout
+                        await (session.discard(srv, conn, str(failure)) if per_rollout
                                else self._discard_shared(srv, conn, str(failure)))
                     if not failure.retryable:
                         raise ToolInfraError(spec.name, failure) from failure

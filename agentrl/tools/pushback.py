@@ -18,7 +18,7 @@ import random
 import time
 from email.utils import parsedate_to_datetime
 
-from agentrl.tools.traffic import backoff
+from agentrl.backoff import backoff
 
 PUSHBACK_STATUSES = (429, 503)
 MAX_RETRY_AFTER = 3600.0  # a longer ask is taken as an hour (the deadline ends the call long before)

@@ -7,7 +7,8 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from agentrl.tools.types import ToolCall, ToolInfraError, ToolResult, new_connection, truncate
+from agentrl.tools.connections import new_connection
+from agentrl.tools.types import ToolCall, ToolInfraError, ToolResult, truncate
 
 if TYPE_CHECKING:
     from agentrl.tools.hub import ToolHub, _Server
@@ -170,7 +171,9 @@ class RolloutSession:
         return list(outcomes)
 
     # -- per-rollout connections (stateful servers) --------------------------------------------
-    async def _connection(self, srv: "_Server"):
+    async def connection(self, srv: "_Server"):
+        """This rollout's own connection to a stateful server, started (or restarted) on first use; the hub's
+        call path takes it here and hands it back through :meth:`discard` when it fails."""
         name = srv.spec.name
         lock = self._locks.setdefault(name, asyncio.Lock())
         async with lock:
@@ -186,7 +189,8 @@ class RolloutSession:
                 self._connections[name] = conn
             return conn
 
-    async def _discard(self, srv: "_Server", conn, why: str = "") -> None:
+    async def discard(self, srv: "_Server", conn, why: str = "") -> None:
+        """Drop a failed connection of this rollout (the next call starts a new one) and say why."""
         if self._connections.get(srv.spec.name) is conn:
             del self._connections[srv.spec.name]
             if not self._closed:

@@ -1,8 +1,7 @@
-"""Traffic control for one tool server: circuit breaker, backoff schedule and metrics. No I/O here."""
+"""Traffic control for one tool server: circuit breaker and metrics (the backoff schedule: :mod:`agentrl.backoff`). No I/O here."""
 
 from __future__ import annotations
 
-import random
 import time
 from collections import Counter, deque
 
@@ -62,11 +61,6 @@ class CircuitBreaker:
         if self._trial or self.consecutive >= self.threshold:
             self.opened_at = self._clock()
         self._trial = False
-
-
-def backoff(attempt: int, base: float = 0.1, cap: float = 5.0) -> float:
-    """Delay before retry ``attempt`` (1-based): exponential with full jitter."""
-    return random.uniform(0, min(cap, base * (2 ** (attempt - 1))))
 
 
 def percentile(sorted_values: list[float], q: float) -> float | None:

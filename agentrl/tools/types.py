@@ -104,17 +104,6 @@ class CallOutcome:
     is_error: bool
 
 
-def new_connection(spec, rollout_id: str | None = None):
-    """A connection to ``spec``: an MCP session, or an HTTP function tool's client (imported only when used)."""
-    if spec.function:
-        from agentrl.tools.http import FunctionConnection
-
-        return FunctionConnection(spec, rollout_id)
-    from agentrl.tools.client import Connection
-
-    return Connection(spec, rollout_id=rollout_id)
-
-
 def refused(exc: BaseException) -> bool:
     """Was this (an httpx error, or what it wraps) a refused connection: nothing listens there?"""
     seen = 0

@@ -20,10 +20,11 @@ import json
 import re
 import math
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from agentrl.config import CreditSettings
+from agentrl.record import RolloutRecord, StopReason
 from agentrl.ui.index import RolloutIndex
 
 PAGE_SIZE = 20
@@ -81,17 +82,17 @@ def turn_advantages(idx: RolloutIndex, step: int, prompt_ids: list[str], validat
     out: dict[str, list[float] | None] = {}
     for pid in dict.fromkeys(prompt_ids):
         rows, _ = idx.query(step, validation, limit=10**6, prompt_id=pid)
-        records = [dict(rec, group=None, step=step) for rec in idx.read(rows)]  # grouped by prompt, as above
+        records = [replace(rec, group=None, step=step) for rec in idx.read(rows) if rec is not None]  # by prompt
         fill(records, credit.method, **credit.options())
-        out.update({r.get("rollout_id"): r.get("turn_advantages") for r in records})
+        out.update({r.rollout_id: r.turn_advantages for r in records})
     return out
 
 
-def per_turn(record: dict[str, Any], advantages: list[float] | None) -> list[dict[str, Any]]:
+def per_turn(record: RolloutRecord, advantages: list[float] | None) -> list[dict[str, Any]]:
     """One entry per assistant turn: its reward (None: not scored), why it could not be scored, its advantage."""
-    rewards = record.get("turn_rewards") or []
-    bad = record.get("turn_unscorable") or {}
-    adv = advantages if advantages is not None else record.get("turn_advantages")
+    rewards = record.turn_rewards or []
+    bad = record.turn_unscorable or {}
+    adv = advantages if advantages is not None else record.turn_advantages
     out = [{"turn": k + 1, "reward": r, "unscorable": bad.get(str(k)),
             "advantage": adv[k] if adv is not None and k < len(adv) else None} for k, r in enumerate(rewards)]
     return out if any(t["reward"] is not None or t["unscorable"] or t["advantage"] is not None for t in out) else []
@@ -113,18 +114,21 @@ def _unparsed_text(response: str, call_id: str) -> str:
     return (blocks[n] if n < len(blocks) else response).strip()
 
 
-def readable(record: dict[str, Any], turn_advantages: list[float] | None = None) -> dict[str, Any]:
-    """A rollout record as the explorer shows it: turns with role, text, tool calls and results, and the
-    per-turn rewards and advantages (``turn_advantages``: the group's, when the caller computed them)."""
+def readable(record: RolloutRecord | None, turn_advantages: list[float] | None = None) -> dict[str, Any]:
+    """A rollout record (as :mod:`agentrl.rolloutfile` decodes it; None: a line that is not one) as the
+    explorer shows it: turns with role, text, tool calls and results, and the per-turn rewards and advantages
+    (``turn_advantages``: the group's, when the caller computed them)."""
+    if record is None:
+        return _unreadable()
     errors, unparsed = {}, {}
-    for st in record.get("trajectory") or []:
-        for res in st.get("tool_results") or []:
-            if isinstance(res, dict) and res.get("id") is not None:
-                errors[res["id"]] = bool(res.get("is_error"))
-                if res.get("name") == "(unparsed)":  # a call the parser could not decode: show what the model wrote
-                    unparsed[res["id"]] = _unparsed_text(str(st.get("response") or ""), str(res["id"]))
+    for st in record.trajectory:
+        for res in st.tool_results:
+            if res.id is not None:
+                errors[res.id] = bool(res.is_error)
+                if res.name == "(unparsed)":  # a call the parser could not decode: show what the model wrote
+                    unparsed[res.id] = _unparsed_text(str(st.response or ""), str(res.id))
     turns = []
-    for m in record.get("messages") or []:
+    for m in record.messages or []:  # the conversation: chat messages, as the model's template took them
         if not isinstance(m, dict):
             continue
         if m.get("tool_call_id") in unparsed:
@@ -140,20 +144,28 @@ def readable(record: dict[str, Any], turn_advantages: list[float] | None = None)
             turn["calls"].append({"id": c.get("id") if isinstance(c, dict) else None, "name": fn.get("name"),
                                   "arguments": _pretty_args(fn.get("arguments"))})
         turns.append(turn)
-    timings = {k: record.get(k) for k in ("seconds", "model_seconds", "tool_seconds", "reward_seconds")
-               if isinstance(record.get(k), (int, float))}
-    reward = record.get("reward")
+    timings = {k: getattr(record, k) for k in TIMINGS if isinstance(getattr(record, k), (int, float))}
+    reward = record.reward
     return {
-        "rollout_id": record.get("rollout_id"), "prompt_id": record.get("prompt_id"), "step": record.get("step"),
+        "rollout_id": record.rollout_id, "prompt_id": record.prompt_id, "step": record.step,
         "reward": reward if isinstance(reward, (int, float)) and math.isfinite(reward) else None,
-        "components": record.get("components") or {}, "unscorable": record.get("unscorable"),
-        "stop_reason": record.get("stop_reason"), "tool_calls": record.get("tool_calls", 0),
-        "response_tokens": record.get("response_tokens"), "timings": timings, "turns": turns,
-        "validation": bool(record.get("validation")), "error": record.get("error"),
+        "components": record.components or {}, "unscorable": record.unscorable,
+        "stop_reason": None if record.stop_reason is None else StopReason(record.stop_reason).value,
+        "tool_calls": record.tool_calls, "response_tokens": record.response_tokens, "timings": timings,
+        "turns": turns, "validation": bool(record.validation), "error": None,
         "per_turn": per_turn(record, turn_advantages),
-        "tools": sorted({c.get("name") for st in record.get("trajectory") or [] for c in st.get("tool_calls") or []
-                         if isinstance(c, dict) and c.get("name")}),
+        "tools": sorted({c.name for st in record.trajectory for c in st.tool_calls if c.name}),
     }
+
+
+TIMINGS = ("seconds", "model_seconds", "tool_seconds", "reward_seconds")
+
+
+def _unreadable() -> dict[str, Any]:
+    return {"rollout_id": None, "prompt_id": None, "step": None, "reward": None, "components": {},
+            "unscorable": None, "stop_reason": None, "tool_calls": 0, "response_tokens": None, "timings": {},
+            "turns": [], "validation": False, "error": "this line of rollouts.jsonl is not valid JSON",
+            "per_turn": [], "tools": []}
 
 
 def explorer_page(idx: RolloutIndex, step: int, page: int = 1, filters: Filters | None = None,
@@ -177,7 +189,7 @@ def explorer_page(idx: RolloutIndex, step: int, page: int = 1, filters: Filters 
         for pid in chosen:
             rows, _ = idx.query(step, validation, limit=10**6, prompt_id=pid)
             credit = turn_advantages(idx, step, [pid], validation)
-            members = [_with_index(readable(rec, credit.get(rec.get("rollout_id"))), row, adv)
+            members = [_with_index(readable(rec, credit.get(row["rollout_id"])), row, adv)
                        for rec, row in zip(idx.read(rows), rows)]
             scored = [m["reward"] for m in members if m["reward"] is not None]
             out_groups.append({"prompt_id": pid, "rollouts": members,
@@ -189,7 +201,7 @@ def explorer_page(idx: RolloutIndex, step: int, page: int = 1, filters: Filters 
     rows, total = idx.query(step, validation, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE, **kw)
     records = idx.read(rows)
     credit = turn_advantages(idx, step, [r["prompt_id"] for r in rows], validation)
-    rollouts = [_with_index(readable(rec, credit.get(rec.get("rollout_id"))), row, adv) for rec, row in zip(records, rows)]
+    rollouts = [_with_index(readable(rec, credit.get(row["rollout_id"])), row, adv) for rec, row in zip(records, rows)]
     return {"step": step, "validation": validation, "page": page, "pages": max(1, math.ceil(total / PAGE_SIZE)),
             "total": total, "rollouts": rollouts, "groups": [], "tools": idx.tools(step, validation)}
 

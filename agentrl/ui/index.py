@@ -4,7 +4,7 @@
     idx.update()                             # indexes only the bytes appended since the last call
     idx.steps()                              # [{"step": 3, "validation": 0, "rollouts": 64, "reward_mean": .41, ...}]
     rows, total = idx.query(step=3, limit=20, offset=0, reward_min=0.5, tool="calc.add")
-    records = idx.read(rows)                 # the full JSON of just those lines (seek + read)
+    records = idx.read(rows)                 # just those lines (seek + read), as RolloutRecords (agentrl.rolloutfile)
 
 A long run's rollouts.jsonl is gigabytes: the file is never read whole per request. ``update()`` reads
 from the last indexed byte to the last complete line, decodes only the few fields the explorer filters on
@@ -24,16 +24,15 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import msgspec
 
-from agentrl.record import RolloutSummary
+from agentrl.record import RolloutRecord
+from agentrl.rolloutfile import decode, decode_summary
 from agentrl.rundir import RunDir
 
 CHUNK = 16 * 2**20
 SCHEMA_VERSION = 3
 
 
-_decode = msgspec.json.Decoder(RolloutSummary).decode
 
 
 def _number(x: Any) -> float | None:
@@ -164,10 +163,7 @@ class RolloutIndex:
         for line in data.split(b"\n")[:-1]:
             length = len(line) + 1
             if line.strip():
-                try:
-                    r = _decode(line)
-                except (msgspec.DecodeError, msgspec.ValidationError):
-                    r = None  # a malformed line is skipped, not fatal; it stays in the file for anyone to see
+                r = decode_summary(line)  # None: a malformed line is skipped, not fatal; it stays in the file
                 if r is not None:
                     tools = sorted({c.name for s in (r.trajectory or []) for c in (s.tool_calls or []) if c.name})
                     reward = _number(r.reward)
@@ -267,16 +263,10 @@ class RolloutIndex:
                 out.append(fh.read(r["length"]))
         return out
 
-    def read(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The full records of the given index rows (only those lines are read)."""
-        dec = msgspec.json.Decoder()
-        out = []
-        for raw in self._raw(rows):
-            try:
-                out.append(dec.decode(raw))
-            except msgspec.DecodeError:
-                out.append({"error": "this line of rollouts.jsonl is not valid JSON"})
-        return out
+    def read(self, rows: list[dict[str, Any]]) -> list[RolloutRecord | None]:
+        """The full records of the given index rows (only those lines are read), decoded by
+        :mod:`agentrl.rolloutfile`; None for a line that is not a record."""
+        return [decode(raw) for raw in self._raw(rows)]
 
     def close(self) -> None:
         with self.lock:

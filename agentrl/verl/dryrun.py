@@ -11,6 +11,12 @@
       adv_estimator: agentrl_grpo
     ...
 
+The printed YAML is a plain verl config: what belongs to this one run alone, the run directory handed to every
+Ray worker (``AGENTRL_RUN_DIR``, ``VERL_FILE_LOGGER_PATH`` in ``ray_kwargs.ray_init.runtime_env.env_vars``), is
+validated with the rest but printed apart, as ``#`` lines of overrides that ``agentrl train`` adds
+(:data:`RUN_SPECIFIC`), so the YAML can start a verl config of one's own without naming a run directory that
+may not exist.
+
 The dataset, rewards, tools and model are checked exactly as ``agentrl train`` checks them (the run directory's
 data/ and config files are written as ``train`` writes them). The overrides are then composed with verl's
 ``ppo_trainer`` Hydra config, as ``verl.trainer.main_ppo`` composes them, and passed to verl's
@@ -33,6 +39,8 @@ from agentrl.errors import AgentrlError
 
 
 CLUSTER_TIMEOUT_S = 60.0  # as `train` waits: a loaded head node can take tens of seconds to answer
+# Ray worker variables that name this run's own directory: `agentrl train` sets them per run and attempt
+RUN_SPECIFIC = ("AGENTRL_RUN_DIR", "VERL_FILE_LOGGER_PATH")
 
 
 class DryRunError(AgentrlError):
@@ -91,6 +99,24 @@ def validate(cfg) -> list[str]:
     return notes
 
 
+def split_run_specific(cfg) -> tuple[Any, dict[str, str]]:
+    """``(plain, run_specific)``: a copy of the composed ``cfg`` without the :data:`RUN_SPECIFIC` worker
+    variables, and those as the verl overrides ``agentrl train`` adds for this run."""
+    from omegaconf import open_dict
+
+    from agentrl.verl.args import RUNTIME_ENV
+
+    plain = copy.deepcopy(cfg)
+    env_vars = plain.get("ray_kwargs", {}).get("ray_init", {}).get("runtime_env", {}).get("env_vars") or {}
+    run_specific = {}
+    with open_dict(plain):
+        for name in RUN_SPECIFIC:
+            if name in env_vars:
+                run_specific[RUNTIME_ENV + name] = str(env_vars[name])
+                del env_vars[name]
+    return plain, run_specific
+
+
 def dry_run(config_path: str, overrides: list[str], out: TextIO | None = None) -> int:
     from omegaconf import OmegaConf
 
@@ -137,10 +163,14 @@ def dry_run(config_path: str, overrides: list[str], out: TextIO | None = None) -
     lines.append("environment for python -m verl.trainer.main_ppo (what agentrl sets; the rest is inherited; "
                  "every Ray worker gets ray_kwargs.ray_init.runtime_env.env_vars below):")
     lines += [f"  {k}={v}" for k, v in sorted(changed.items())]
+    plain, run_specific = split_run_specific(cfg)
+    lines.append("this run only (`agentrl train` adds these overrides for this run directory; the config below "
+                 "leaves them out, so it can start a verl config of your own):")
+    lines += [f"  {k}={v}" for k, v in run_specific.items()]
     try:
-        text = OmegaConf.to_yaml(cfg, resolve=True)
+        text = OmegaConf.to_yaml(plain, resolve=True)
     except Exception:
-        text = OmegaConf.to_yaml(cfg)
+        text = OmegaConf.to_yaml(plain)
     out.write("".join(f"# {line}\n" for line in lines))
     out.write(text)
     out.flush()

@@ -16,51 +16,26 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from agentrl.errors import AgentrlError
+from agentrl.workflow.evalfile import EvalFileError, EvalRecord, read_eval
 from agentrl.workflow.evaluate import SOLVED
 from agentrl.workflow.show import Output, num, signed
 
 EPS = 1e-9
 
 
-class CompareError(AgentrlError):
-    """An eval or compare file cannot be read; the message says which and why."""
+CompareError = EvalFileError  # an eval or compare file cannot be read; the message says which and why
 
 
-def read_eval(path: str) -> tuple[dict, list[dict]]:
-    p = Path(path)
-    if not p.is_file():
-        raise CompareError(f"{path}: no such file; write one with `agentrl eval CONFIG --model ... -o {path}`")
-    header, records = {}, []
-    with p.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise CompareError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-            if "agentrl_eval" in row:
-                header = row["agentrl_eval"]
-            elif "id" in row and "reward" in row:
-                records.append(row)
-            else:
-                raise CompareError(f"{path}:{lineno}: not an `agentrl eval` record (needs id and reward)")
-    if not records:
-        raise CompareError(f"{path}: no records; is it an `agentrl eval -o` file?")
-    return header, records
-
-
-def _per_prompt(records: list[dict]) -> dict[str, dict]:
+def _per_prompt(records: list[EvalRecord]) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for r in records:
-        out.setdefault(r["id"], {"records": []})["records"].append(r)
+        out.setdefault(r.id, {"records": []})["records"].append(r)
     for pid, entry in out.items():
-        rs = entry["records"]
-        scored = [r["reward"] for r in rs if r["reward"] is not None]
+        rs = [r.rollout for r in entry["records"]]
+        scored = [r.reward for r in rs if r.reward is not None]
         entry.update(reward=statistics.fmean(scored) if scored else None,
-                     tool_calls=statistics.fmean(r["tool_calls"] for r in rs),
-                     tokens=statistics.fmean(r["tokens"] for r in rs), metadata=rs[0].get("metadata") or {})
+                     tool_calls=statistics.fmean(r.tool_calls for r in rs),
+                     tokens=statistics.fmean(r.response_tokens for r in rs), metadata=entry["records"][0].metadata)
     return out
 
 

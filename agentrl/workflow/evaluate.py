@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agentrl.workflow.evalfile import EvalRecord
 from agentrl.workflow.local import LocalRunner, load_rows, preflight
 from agentrl.workflow.models import eval_data, load_settings, resolve_model
 from agentrl.workflow.show import Output
@@ -27,7 +28,7 @@ SOLVED = 0.999  # a reward at or above this counts as solved (rewards are in [0,
 
 
 def run_records(settings: Any, model_path: str, data: str, *, samples: int, temperature: float,
-                limit: int | None, engine: str, out: Output, label: str) -> tuple[list[dict], dict]:
+                limit: int | None, engine: str, out: Output, label: str) -> tuple[list[EvalRecord], dict]:
     rows = load_rows(data, limit)
     started = time.perf_counter()
     runner = LocalRunner(settings, model_path, engine=engine)
@@ -60,7 +61,7 @@ def evaluate(config: str, model: str, *, data: str | None, samples: int, tempera
     with open(output, "w", encoding="utf-8") as fh:
         fh.write(json.dumps({"agentrl_eval": info}) + "\n")
         for r in records:
-            fh.write(json.dumps(r, default=str) + "\n")
+            fh.write(json.dumps(r.to_dict(), default=str) + "\n")
     summary = summarize(records)
     result = {**info, **summary, "output": output}
     out.table(f"agentrl eval  {model}  on {data}", ["", "value"], [
@@ -76,36 +77,37 @@ def evaluate(config: str, model: str, *, data: str | None, samples: int, tempera
     return result
 
 
-def summarize(records: list[dict]) -> dict:
-    scored = [r["reward"] for r in records if r["reward"] is not None]
+def summarize(records: list[EvalRecord]) -> dict:
+    rollouts = [r.rollout for r in records]
+    scored = [r.reward for r in rollouts if r.reward is not None]
     comps: dict[str, list[float]] = {}
-    for r in records:
-        for k, v in (r.get("components") or {}).items():
+    for r in rollouts:
+        for k, v in (r.components or {}).items():
             if v is not None:
                 comps.setdefault(k, []).append(v)
     return {"rollouts": len(records), "reward_mean": statistics.fmean(scored) if scored else float("nan"),
             "solved": sum(1 for x in scored if x >= SOLVED), "solved_share": (sum(1 for x in scored if x >= SOLVED)
                                                                             / len(records)) if records else 0.0,
-            "unscorable": sum(1 for r in records if r["reward"] is None),
-            "tool_calls_mean": statistics.fmean(r["tool_calls"] for r in records) if records else 0.0,
-            "tokens_mean": statistics.fmean(r["tokens"] for r in records) if records else 0.0,
+            "unscorable": sum(1 for r in rollouts if r.reward is None),
+            "tool_calls_mean": statistics.fmean(r.tool_calls for r in rollouts) if rollouts else 0.0,
+            "tokens_mean": statistics.fmean(r.response_tokens for r in rollouts) if rollouts else 0.0,
             "components": {k: statistics.fmean(v) for k, v in comps.items()}}
 
 
-def buckets(records: list[dict]) -> list[dict]:
+def buckets(records: list[EvalRecord]) -> list[dict]:
     """Per prompt: samples, successes, rate and bucket (always / sometimes / never)."""
-    per: dict[str, list[dict]] = {}
+    per: dict[str, list[EvalRecord]] = {}
     for r in records:
-        per.setdefault(r["id"], []).append(r)
+        per.setdefault(r.id, []).append(r)
     rows = []
     for pid, rs in per.items():
-        scored = [r for r in rs if r["reward"] is not None]
-        wins = sum(1 for r in scored if r["reward"] >= SOLVED)
+        scored = [r.rollout.reward for r in rs if r.rollout.reward is not None]
+        wins = sum(1 for reward in scored if reward >= SOLVED)
         rate = wins / len(scored) if scored else None
         bucket = ("unscorable" if rate is None else "always" if rate == 1 else "never" if rate == 0 else "sometimes")
         rows.append({"id": pid, "samples": len(rs), "solved": wins, "rate": rate, "bucket": bucket,
-                     "mean_reward": statistics.fmean(r["reward"] for r in scored) if scored else None,
-                     "prompt": rs[0]["prompt"][-1]["content"], "metadata": rs[0]["metadata"]})
+                     "mean_reward": statistics.fmean(scored) if scored else None,
+                     "prompt": rs[0].prompt[-1]["content"], "metadata": rs[0].metadata})
     return rows
 
 

@@ -1,14 +1,14 @@
 """Run the training agent loop on dataset rows outside training: same tools, parsing, budgets and rewards.
 
     runner = LocalRunner(settings, model_path)           # settings: the config's agentrl block
-    records = runner.run(rows, samples=4, temperature=1.0)
-    records[0]["reward"], records[0]["components"], records[0]["tool_calls"], records[0]["messages"]
+    records = runner.run(rows, samples=4, temperature=1.0)    # EvalRecord (agentrl.workflow.evalfile)
+    records[0].id, records[0].metadata, records[0].rollout.reward, records[0].rollout.messages
 
 Each rollout is one :class:`agentrl.episode.Episode` on the training loop's token stream
 (:func:`agentrl.verl.agent_loop.local_loop`, built by its constructor exactly as verl's agent-loop worker
 builds it), with a local engine (:mod:`agentrl.verl.engine`) as its model server. The episode appends its
-record to ``rollouts.jsonl`` in a work directory, as in a run; the records returned here are those, joined
-to the row's metadata.
+record to ``rollouts.jsonl`` in a work directory, as in a run; the records returned here are those, read as
+every reader of the file reads them (typed turns), with the row they ran on and their latency.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from agentrl.errors import AgentrlError
+from agentrl.rolloutfile import from_builtins
+from agentrl.workflow.evalfile import EvalRecord
 
 
 def row_record(path: Path, lineno: int, row: dict) -> dict:
@@ -127,7 +129,7 @@ class LocalRunner:
         return done
 
     def run(self, rows: list[dict], *, samples: int = 1, temperature: float = 0.0, top_p: float = 1.0,
-            progress: Callable[[], None] | None = None) -> list[dict]:
+            progress: Callable[[], None] | None = None) -> list[EvalRecord]:
         """Every row ``samples`` times; one record per rollout, ordered by row then sample."""
         params = {"temperature": temperature, "top_p": top_p}
         finished = asyncio.run(self._run(rows, samples, params, progress))
@@ -135,15 +137,10 @@ class LocalRunner:
         order = {row["id"]: n for n, row in enumerate(rows)}
         records = []
         for f in sorted(finished, key=lambda f: (order[f["id"]], f["sample"])):
-            r = f["record"]
             row = by_id[f["id"]]
-            records.append({
-                "id": f["id"], "sample": f["sample"], "reward": r.reward, "components": r.components,
-                "unscorable": r.unscorable, "tool_calls": r.tool_calls, "tokens": r.response_tokens,
-                "latency": f["latency"], "model_seconds": r.model_seconds, "tool_seconds": r.tool_seconds,
-                "stop_reason": r.stop_reason, "metadata": row["metadata"], "source": row["source"],
-                "prompt": row["messages"], "messages": r.messages, "trajectory": r.trajectory,
-                "rollout_id": r.rollout_id, "turn_rewards": r.turn_rewards, "turn_unscorable": r.turn_unscorable})
+            rollout = from_builtins(f["record"].to_dict())  # as rollouts.jsonl holds it and every reader reads it
+            records.append(EvalRecord(id=f["id"], sample=f["sample"], rollout=rollout, latency=f["latency"],
+                                      metadata=row["metadata"], source=row["source"], prompt=row["messages"]))
         return records
 
     def close(self) -> None:

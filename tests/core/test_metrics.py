@@ -6,15 +6,16 @@ import json
 
 
 from agentrl.metrics import check_checkpoint, last_complete_checkpoint, rollout_summary
+from agentrl.rolloutfile import decode
 from agentrl.runlog import append_jsonl, read_jsonl
 
 
 def test_summary_counts_unscorable_apart_and_averages_components():
-    rollouts = [
+    rollouts = [decode(json.dumps(line)) for line in (  # as the watcher reads them from rollouts.jsonl
         {"reward": 1.0, "components": {"math": 1.0, "tool_use": None}, "unscorable": None, "tool_calls": 1},
         {"reward": 0.0, "components": {"math": 0.0, "tool_use": 1.0}, "unscorable": None, "tool_calls": 3},
         {"reward": None, "components": {}, "unscorable": "tools: server down", "tool_calls": 0},
-    ]
+    )]
     s = rollout_summary(rollouts)
     assert s["rollouts"] == 3 and s["unscorable"] == 1
     assert s["reward_mean"] == 0.5 and s["reward/math"] == 0.5 and s["reward/tool_use"] == 1.0

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from agentrl.metrics import Watcher
 from agentrl.record import RolloutRecord
+from agentrl.rolloutfile import decode
 from agentrl.rewards.mathcheck import extract_final_answer, score_answer
 from agentrl.runlog import append_jsonl
 from agentrl.spec import RunSpec
@@ -180,7 +181,7 @@ def replay(path: Path, heldout: list[str]) -> tuple[list[tuple[int, str]], list[
     by_step: dict = defaultdict(list)
     for x in lines:
         if "rollout" in x:
-            by_step[x["rollout"]["step"]].append(x["rollout"])
+            by_step[x["rollout"]["step"]].append(decode(json.dumps(x["rollout"])))  # as the watcher reads it
     wires, now, then, train = Tripwires(heldout=heldout), [], [], []
     for x in (x for x in lines if "metrics" in x):
         m = x["metrics"]

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 
 from agentrl.metrics import Watcher, rollout_summary
 from agentrl.record import RolloutRecord
+from agentrl.rolloutfile import decode
 from agentrl.runlog import append_jsonl
 from agentrl.spec import RunSpec
 from agentrl.tripwires import Tripwires, heldout_labels
@@ -17,16 +19,17 @@ SAMPLES = 4
 
 
 def rollout(step: int, p: int, s: int, *, reward: float, tokens: int = 20, answer: str | None = None,
-            components: dict | None = None, tools: tuple = ()) -> dict:
+            components: dict | None = None, tools: tuple = ()) -> RolloutRecord:
     calls = [{"id": f"c{n}", "name": t, "arguments": {"a": 1, "b": 2}} for n, t in enumerate(tools)]
-    return RolloutRecord(
+    record = RolloutRecord(
         rollout_id=f"r-{step}-{p}-{s}", prompt_id=f"p{step}-{p}", step=step, reward=reward, response_tokens=tokens,
         components=components if components is not None else {"math": reward},
         trajectory=[{"response": answer if answer is not None else f"The answer is {step * 100 + p}.",
-                     "tool_calls": calls, "tool_results": []}], tool_calls=len(calls)).to_dict()
+                     "tool_calls": calls, "tool_results": []}], tool_calls=len(calls))
+    return decode(json.dumps(record.to_dict()))  # the line as the watcher reads it back
 
 
-def feed(wires: Tripwires, steps: list[list[dict]]) -> list:
+def feed(wires: Tripwires, steps: list[list[RolloutRecord]]) -> list:
     fired = []
     for n, rollouts in enumerate(steps, 1):
         line = {"step": n, "validation": False, **rollout_summary(rollouts)}
@@ -34,7 +37,7 @@ def feed(wires: Tripwires, steps: list[list[dict]]) -> list:
     return fired
 
 
-def stream(n_steps: int, make) -> list[list[dict]]:
+def stream(n_steps: int, make) -> list[list[RolloutRecord]]:
     return [[make(step, p, s) for p in range(PROMPTS) for s in range(SAMPLES)] for step in range(1, n_steps + 1)]
 
 
@@ -181,7 +184,7 @@ def test_the_watcher_writes_alerts_into_metrics_and_prints_them(tmp_path):
                                                components={"hole": rising(st, p, s), "gold": 0.0}))
     for n, rollouts in enumerate(steps, 1):
         for r in rollouts:
-            append_jsonl(tmp_path / "rollouts.jsonl", r)
+            append_jsonl(tmp_path / "rollouts.jsonl", r.to_dict())
         append_jsonl(tmp_path / "logs" / "verl_metrics.1.jsonl", {"step": n, "data": {"actor/loss": 0.1}})
     out = io.StringIO()
     watcher = Watcher(tmp_path, 1, 8, out=out)
@@ -209,7 +212,7 @@ def test_prompts_whose_rows_expect_the_same_answer_raise_no_same_answer_alert(tm
         def one(st, p, s):
             same = st == 3 and p < 5
             r = rollout(st, p, s, reward=1.0 if same else 0.5, answer="The answer is 1." if same else None)
-            return {**r, "source": f"{path}:{p + 1}"}
+            return replace(r, source=f"{path}:{p + 1}")
         return one
 
     assert feed(Tripwires(), stream(4, make(rows))) == []

@@ -276,7 +276,8 @@ def test_the_dry_run_reads_the_cluster_and_shows_what_every_worker_gets(cluster_
     rc, out = cluster_run["dry_run"]
     assert rc == 0, out[-3000:]
     assert "node(s)" in out and "it fits" in out
-    assert "VERL_FILE_LOGGER_PATH:" in out  # in ray_kwargs.ray_init.runtime_env.env_vars
+    assert "AGENTRL_SANDBOX_WORKERS:" in out  # in ray_kwargs.ray_init.runtime_env.env_vars
+    assert "runtime_env.env_vars.VERL_FILE_LOGGER_PATH=" in out  # this run's own part, printed apart
 
 
 def test_one_tool_cap_holds_across_both_nodes_and_429s_lose_nothing(cluster_run):

@@ -92,7 +92,8 @@ def test_multi_node_dry_run_attaches_to_ray_address(project, capsys, monkeypatch
     assert "attach to 10.1.2.3:6379" in out and "shared storage" in out
     assert "`agentrl train` would stop here, before verl: the Ray cluster at RAY_ADDRESS=10.1.2.3:6379 did not answer" in out
     env = cfg["ray_kwargs"]["ray_init"]["runtime_env"]["env_vars"]  # what every worker on every node gets
-    assert env["VERL_FILE_LOGGER_PATH"].endswith("logs/verl_metrics.1.jsonl") and env["AGENTRL_DEVICE"] == "gpu"
+    assert env["AGENTRL_DEVICE"] == "gpu"  # this run's own paths are printed apart (the test below)
+    assert "#   +ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH=" in out
     assert os.environ["RAY_ADDRESS"] == "10.1.2.3:6379"
 
 
@@ -104,3 +105,28 @@ def test_dry_run_warns_when_prompt_and_response_outgrow_the_models_positions(pro
     assert main(["train", str(project / "my.yaml"), "agentrl.device=cpu", "agentrl.lora.rank=0", "--dry-run",
                  "agentrl.max_prompt_length=192", "agentrl.max_response_length=64"]) == 0
     assert "positions" not in capsys.readouterr().err
+
+
+def test_dry_run_prints_this_runs_part_apart_from_a_plain_verl_config(project, capsys, tmp_path):
+    """The YAML is a verl config without this run's directory in Ray's worker variables (it would name a
+    folder that need not exist where the config is reused); those overrides come apart, as comments."""
+    from omegaconf import OmegaConf
+
+    from agentrl.verl.dryrun import validate
+
+    run_dir = str(project / "runs" / "gpu-plan")
+    rc = main(["train", str(project / "my.yaml"), "agentrl.device=cpu", "agentrl.lora.rank=0", "--dry-run"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    env_vars = yaml.safe_load(out)["ray_kwargs"]["ray_init"]["runtime_env"]["env_vars"]
+    assert "AGENTRL_RUN_DIR" not in env_vars and "VERL_FILE_LOGGER_PATH" not in env_vars
+    assert not [v for v in env_vars.values() if run_dir in str(v)], env_vars
+    assert env_vars["AGENTRL_SANDBOX_WORKERS"] and env_vars["HF_HUB_OFFLINE"] == "1"  # the rest stays in it
+    comments = [line for line in out.splitlines() if line.startswith("#")]
+    head = next(i for i, line in enumerate(comments) if line.startswith("# this run only"))
+    assert comments[head + 1:head + 3] == [
+        f"#   +ray_kwargs.ray_init.runtime_env.env_vars.AGENTRL_RUN_DIR={run_dir}",
+        f"#   +ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH={run_dir}/logs/verl_metrics.1.jsonl"]
+    # the plain part, taken as the start of a verl config elsewhere, still passes verl's own checks
+    (tmp_path / "verl.yaml").write_text("\n".join(line for line in out.splitlines() if not line.startswith("#")))
+    validate(OmegaConf.load(tmp_path / "verl.yaml"))

@@ -57,11 +57,11 @@ def test_the_run_directory_lists_each_version_and_a_change_is_said(tmp_path):
 
 
 def test_metrics_carry_the_version_of_the_scores_they_sum():
-    a = [RolloutRecord(rollout_id=f"r{i}", prompt_id="p", reward=1.0, reward_version="rv-a").to_dict() for i in range(2)]
+    a = [RolloutRecord(rollout_id=f"r{i}", prompt_id="p", reward=1.0, reward_version="rv-a") for i in range(2)]
     assert rollout_summary(a)["reward_version"] == "rv-a"
-    b = RolloutRecord(rollout_id="r9", prompt_id="p", reward=0.0, reward_version="rv-b").to_dict()
+    b = RolloutRecord(rollout_id="r9", prompt_id="p", reward=0.0, reward_version="rv-b")
     assert rollout_summary([*a, b])["reward_version"] == ["rv-a", "rv-b"]
-    assert "reward_version" not in rollout_summary([RolloutRecord(rollout_id="old").to_dict()])
+    assert "reward_version" not in rollout_summary([RolloutRecord(rollout_id="old")])
 
 
 def test_train_says_at_start_that_a_resumed_runs_rewards_changed(tmp_path, capsys):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from agentrl.credit import group_advantages
+from agentrl.rolloutfile import decode
 from agentrl.ui.explorer import Filters, explorer_page, readable
 from agentrl.ui.index import RolloutIndex
 from agentrl.ui.synthetic import write_run
@@ -59,7 +62,7 @@ def test_readable_keeps_calls_results_errors_and_timings():
                         "tool_results": [{"id": "c0", "name": "add", "content": "connection refused", "is_error": True}]}],
         "seconds": 1.5, "tool_seconds": 1.2,
     }
-    view = readable(record)
+    view = readable(decode(json.dumps(record)))  # the line as rollouts.jsonl holds it, read by its decoder
     assert view["unscorable"] == "tools: server down" and view["reward"] is None
     assert view["turns"][1]["calls"] == [{"id": "c0", "name": "add", "arguments": '{\n "a": 2,\n "b": 2\n}'}]
     assert view["turns"][2]["is_error"] and view["turns"][2]["call_id"] == "c0"
@@ -91,11 +94,10 @@ def test_pages_and_groups(tmp_path):
 
 def test_a_malformed_call_is_shown_as_the_model_wrote_it():
     """A rollout the demo run recorded: the model wrote broken JSON in <tool_call>; the parser dropped it."""
-    import json
     from pathlib import Path
 
     lines = (Path(__file__).parent / "recorded" / "real_run" / "rollouts.jsonl").read_text().splitlines()
-    record = next(json.loads(x) for x in lines if '"(unparsed)"' in x)
+    record = next(decode(x) for x in lines if '"(unparsed)"' in x)
     view = readable(record)
     assistant = next(t for t in view["turns"] if t["role"] == "assistant")
     (call,) = assistant["calls"]

@@ -51,7 +51,7 @@ def test_update_reads_only_what_was_appended_and_waits_for_whole_lines(tmp_path)
     assert idx.update() == 1
     assert sum(s["rollouts"] for s in idx.steps()) == first + 17
     rows, total = idx.query(step=9)
-    assert total == 1 and idx.read(rows)[0]["step"] == 9
+    assert total == 1 and idx.read(rows)[0].step == 9
 
 
 def test_index_is_kept_on_disk_and_reused(tmp_path):
@@ -115,7 +115,7 @@ def test_filters_and_paging(tmp_path):
     needle = records[3]["messages"][0]["content"]
     rows, _ = idx.query(1, limit=100, text=needle.upper())
     assert records[3]["rollout_id"] in {r["rollout_id"] for r in rows}
-    assert all(needle in json.dumps(rec) for rec in idx.read(rows))
+    assert all(needle in json.dumps(rec.messages) for rec in idx.read(rows))
     assert idx.tools(1) == (["add"] if any(r["tool_calls"] for r in records) else [])
 
 

@@ -58,5 +58,5 @@ def test_rollout_page_renders_per_turn_lines(tmp_path):
 
 
 def test_records_without_turn_scores_show_no_per_turn_line():
-    assert per_turn({"turn_rewards": [None, None]}, None) == []
-    assert per_turn({}, None) == []
+    assert per_turn(RolloutRecord("r", turn_rewards=[None, None]), None) == []
+    assert per_turn(RolloutRecord("r"), None) == []

@@ -23,16 +23,16 @@ def test_tiny_model_through_the_loop_batched(settings):
         stats = runner.engine.stats()
     finally:
         runner.close()
-    assert [(r["id"], r["sample"]) for r in records] == [(row["id"], s) for row in rows for s in range(2)]
+    assert [(r.id, r.sample) for r in records] == [(row["id"], s) for row in rows for s in range(2)]
     for r in records:
-        assert r["reward"] is not None and 0.0 <= r["reward"] <= 1.0
-        assert set(r["components"]) == {"math", "tool_use"}
-        assert r["messages"][: len(r["prompt"])] == r["prompt"] and r["tokens"] >= 1
+        assert r.rollout.reward is not None and 0.0 <= r.rollout.reward <= 1.0
+        assert set(r.rollout.components) == {"math", "tool_use"}
+        assert r.rollout.messages[: len(r.prompt)] == r.prompt and r.rollout.response_tokens >= 1
     # 16 concurrent rollouts went to the model in far fewer batches than requests
     assert stats["sequences"] >= 16 and stats["batches"] < stats["sequences"] / 2
     # the records are the agent loop's own rollouts.jsonl lines (no second copy of the loop)
     logged = [json.loads(line) for line in (runner.work_dir / "rollouts.jsonl").read_text().splitlines()]
-    assert {r["rollout_id"] for r in logged} == {r["rollout_id"] for r in records}
+    assert {r["rollout_id"] for r in logged} == {r.rollout.rollout_id for r in records}
 
 
 def test_scripted_replies_reach_the_real_calculator_and_rewards(settings, scripted):
@@ -43,10 +43,10 @@ def test_scripted_replies_reach_the_real_calculator_and_rewards(settings, script
     records = runner.run(rows)
     for r, row in zip(records, rows):
         expected = row["metadata"]["expected_answer"]
-        assert r["tool_calls"] == 1 and r["reward"] == 1.0, r
-        result = r["trajectory"][0]["tool_results"][0]
-        assert result["content"].strip() == expected and not result["is_error"]
-        assert r["messages"][-1] == {"role": "assistant", "content": f"The answer is {expected}."}
+        assert r.rollout.tool_calls == 1 and r.rollout.reward == 1.0, r
+        result = r.rollout.trajectory[0].tool_results[0]
+        assert result.content.strip() == expected and not result.is_error
+        assert r.rollout.messages[-1] == {"role": "assistant", "content": f"The answer is {expected}."}
 
 
 def test_wrong_answers_score_zero_not_unscorable(settings, scripted):
@@ -55,8 +55,8 @@ def test_wrong_answers_score_zero_not_unscorable(settings, scripted):
     runner.close()
     runner.engine = scripted(runner.tokenizer, wrong=True)
     records = runner.run(rows)
-    assert [r["reward"] for r in records] == [0.0, 0.0]
-    assert all(r["unscorable"] is None and r["tool_calls"] == 0 for r in records)
+    assert [r.rollout.reward for r in records] == [0.0, 0.0]
+    assert all(r.rollout.unscorable is None and r.rollout.tool_calls == 0 for r in records)
 
 
 def test_bad_model_folder_is_a_clear_error(settings, tmp_path):

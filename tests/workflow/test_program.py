@@ -106,10 +106,11 @@ def test_openai_sdk_agent_on_scripted_replies_calls_its_tool_and_trains_exact_to
     records, audit, _ = _run(config, engine, monkeypatch, tmp_path)
     assert len(records) == 6 and engine.calls == 12  # a call, then the answer, for every row
     for r in records:
-        assert r["unscorable"] is None and r["components"] == {"math": 1.0, "tool_use": 1.0}  # rewards saw the calls
-        assert r["tool_calls"] == 1 and r["trajectory"][0]["tool_calls"][0]["name"] in ("add", "subtract", "multiply")
-        assert r["trajectory"][0]["tool_results"][0]["content"] == r["metadata"]["expected_answer"]
-        assert r["messages"][-1]["content"] == f"The answer is {r['metadata']['expected_answer']}."
+        rollout = r.rollout
+        assert rollout.unscorable is None and rollout.components == {"math": 1.0, "tool_use": 1.0}  # rewards saw the calls
+        assert rollout.tool_calls == 1 and rollout.trajectory[0].tool_calls[0].name in ("add", "subtract", "multiply")
+        assert rollout.trajectory[0].tool_results[0].content == r.metadata["expected_answer"]
+        assert rollout.messages[-1]["content"] == f"The answer is {r.metadata['expected_answer']}."
     checked, sequences = _check_exact(audit)
     assert sequences == 6 and checked > 0  # the SDK sent its history back as served: one sequence a rollout
     for line in audit:  # the tool result was appended after the sampled call, masked
@@ -122,7 +123,7 @@ def test_openai_sdk_agent_on_the_demo_model_samples_exact_tokens(tmp_path, monke
     config = _config(tmp_path, str(AGENT))
     records, audit, _ = _run(config, "transformers", monkeypatch, tmp_path, samples=4)
     assert len(records) == 24 and len(audit) == 24
-    assert all(r["reward"] is not None for r in records)
+    assert all(r.rollout.reward is not None for r in records)
     checked, sequences = _check_exact(audit)
     assert checked >= 24 and sequences == 24
 
@@ -147,8 +148,8 @@ def test_an_agent_that_raises_is_unscorable_not_zero(tmp_path, monkeypatch, scri
     agent.write_text(FAILING)
     engine = scripted(AutoTokenizer.from_pretrained(_demo()["model_path"]))
     records, audit, _ = _run(_config(tmp_path, str(agent), rows=2), engine, monkeypatch, tmp_path)
-    assert [r["reward"] for r in records] == [None, None]
-    assert all(r["unscorable"] == "agent: ValueError: my agent broke" for r in records)
+    assert [r.rollout.reward for r in records] == [None, None]
+    assert all(r.rollout.unscorable == "agent: ValueError: my agent broke" for r in records)
     assert engine.calls == 0
     # verl still gets a well-formed sequence (one filler token) whose NaN score gives it advantage 0
     assert [line["generated"] for line in audit] == [[], []]
@@ -222,13 +223,13 @@ def test_each_framework_unchanged_but_for_base_url(agent, tmp_path, monkeypatch,
     engine = _framework_engine(scripted, AutoTokenizer.from_pretrained(_demo()["model_path"]))
     file = FRAMEWORKS / f"{agent}.py" if (FRAMEWORKS / f"{agent}.py").exists() else AGENT.parent / f"{agent}.py"
     records, audit, _ = _run(_config(tmp_path, str(file), rows=4), engine, monkeypatch, tmp_path)
-    assert [r["unscorable"] for r in records] == [None] * 4
+    assert [r.rollout.unscorable for r in records] == [None] * 4
     for r in records:
-        assert r["components"]["math"] == 1.0, r["trajectory"]  # the framework ran its tool, the model answered
-        assert r["components"]["tool_use"] > 0 and r["tool_calls"] >= 1
+        assert r.rollout.components["math"] == 1.0, r.rollout.trajectory  # the framework ran its tool, the model answered
+        assert r.rollout.components["tool_use"] > 0 and r.rollout.tool_calls >= 1
         if agent != "smolagents_calc":  # smolagents sends results back as user text ("Observation: ..."), not tool messages
-            assert r["components"]["tool_use"] == 1.0
-            assert r["trajectory"][0]["tool_results"], "the tool result the framework sent back reached the sample"
+            assert r.rollout.components["tool_use"] == 1.0
+            assert r.rollout.trajectory[0].tool_results, "the tool result the framework sent back reached the sample"
     checked, sequences = _check_exact(audit)
     assert checked > 0
     if agent in ("openai_agents_calc", "agents_sdk_calculator"):  # the SDK sends the served turns back as served: one sequence a rollout
@@ -282,8 +283,8 @@ def test_a_malformed_call_comes_back_as_the_text_the_model_wrote(tmp_path, monke
 
     records, audit, _ = _run(_config(tmp_path, str(AGENT), rows=2), Broken(), monkeypatch, tmp_path)
     for r in records:
-        assert r["unscorable"] is None and r["reward"] == 0.0 and r["tool_calls"] == 0  # scored, not dropped
-        assert r["messages"][-1] == {"role": "assistant", "content": broken}
+        assert r.rollout.unscorable is None and r.rollout.reward == 0.0 and r.rollout.tool_calls == 0  # scored
+        assert r.rollout.messages[-1] == {"role": "assistant", "content": broken}
     _check_exact(audit)
 
 
@@ -313,6 +314,6 @@ def test_more_blocking_agents_in_flight_than_the_default_executor_has_threads(tm
     if min(32, (os.cpu_count() or 1) + 4) >= 10:
         pytest.skip("this machine's default executor has 10 threads or more: the case cannot arise")
     records, audit, _ = _run(_config(tmp_path, str(agent), rows=5), engine, monkeypatch, tmp_path, samples=2)
-    assert len(records) == 10 and [r["unscorable"] for r in records] == [None] * 10
+    assert len(records) == 10 and [r.rollout.unscorable for r in records] == [None] * 10
     assert engine.calls == 10
     _check_exact(audit)
