@@ -258,12 +258,14 @@ def _dotted_name(node: ast.AST) -> bool:
     return isinstance(node, ast.Name) or (isinstance(node, ast.Attribute) and _dotted_name(node.value))
 
 
-_MISTRAL_NEW = re.compile(r"\[TOOL_CALLS\]([^\[\]{}\s]+)(?:\[CALL_ID\]([A-Za-z0-9]+))?\[ARGS\]")
+# v11: [TOOL_CALLS]NAME[ARGS]{...}; a text decoded with special tokens skipped (vLLM's v11 tokenizer) has no [ARGS]
+_MISTRAL_NEW = re.compile(r"\[TOOL_CALLS\]([^\[\]{}\s]+)(?:\[CALL_ID\]([A-Za-z0-9]+))?(?:\[ARGS\]|(?=\{))")
 
 
 def mistral_calls(text: str) -> list[dict] | None:
     """Mistral calls, old form ``[TOOL_CALLS][{"name": ..., "arguments": {...}}]`` or new form
-    ``[TOOL_CALLS]name[ARGS]{...}`` (``[CALL_ID]id`` optional). None when the turn has no ``[TOOL_CALLS]``."""
+    ``[TOOL_CALLS]name[ARGS]{...}`` (``[CALL_ID]id`` optional; ``[TOOL_CALLS]name{...}`` too, the new form as a
+    tokenizer that skips the ``[ARGS]`` control token decodes it). None when the turn has no ``[TOOL_CALLS]``."""
     return guarded(_mistral_calls, text)
 
 
@@ -282,9 +284,9 @@ def _mistral_calls(text: str) -> list[dict] | None:
             try:
                 args, pos = decoder.raw_decode(body, m.end())
             except json.JSONDecodeError as exc:
-                raise ValueError(f"the arguments after [ARGS] are not valid JSON ({exc.msg})") from None
+                raise ValueError(f"the arguments of {m.group(1)} are not valid JSON ({exc.msg})") from None
             if not isinstance(args, dict):
-                raise ValueError("the arguments after [ARGS] must be a JSON object")
+                raise ValueError(f"the arguments of {m.group(1)} must be a JSON object")
             calls.append({"name": m.group(1), "arguments": json_value(args, "the arguments"),
                           **({"id": m.group(2)} if m.group(2) else {})})
             while pos < len(body) and body[pos].isspace():

@@ -186,3 +186,18 @@ def test_mistral_reads_every_tool_calls_list_and_ignores_trailing_text():
     assert [c["name"] for c in families.mistral_calls(trailing)] == ["add"]
     with pytest.raises(ValueError, match="not valid JSON"):
         families.mistral_calls('[TOOL_CALLS] [{"name": "add", "arguments": {"a": 1}}][TOOL_CALLS] [{"name": ')
+
+
+def test_mistral_v11_calls_decoded_without_args_token():
+    """vLLM's v11 tokenizer skips the [ARGS] control token when decoding: [TOOL_CALLS]NAME{...} is read as the new
+    form; arguments cut off or not an object are reported naming the tool; a name with no arguments is no call."""
+    skipped = '[TOOL_CALLS]add{"a": 3.5, "b": 4}[TOOL_CALLS]mul[ARGS]{"a": 3, "b": 6}'
+    assert [(c["name"], c["arguments"]) for c in families.mistral_calls(skipped)] == [
+        ("add", {"a": 3.5, "b": 4}), ("mul", {"a": 3, "b": 6})]
+    assert families.mistral_calls('Sure.[TOOL_CALLS]add{"a": "{}"}')[0]["arguments"] == {"a": "{}"}
+    with pytest.raises(ValueError, match=r"the arguments of bash are not valid JSON"):
+        families.mistral_calls('[TOOL_CALLS]bash{"command": "ls')
+    with pytest.raises(ValueError, match=r"the arguments of add must be a JSON object"):
+        families.mistral_calls("[TOOL_CALLS]add[ARGS][1, 2]")
+    with pytest.raises(ValueError):
+        families.mistral_calls("[TOOL_CALLS]toolname_no_args")
