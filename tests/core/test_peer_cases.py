@@ -39,6 +39,7 @@ FORMATS = {
     "llama3": ("llama3.1", "auto", None),
     "pythonic": ("llama3.2", "llama3_pythonic", None),
     "mistral": ("mistral-nemo", "auto", None),
+    "mistral-v11": ("mistral-small-3.2", "auto", None),
     "gpt-oss": ("gpt-oss", "auto", verl_parsers.GptOssToolParser),
     "kimi-k2": ("kimi-k2", "auto", verl_parsers.KimiToolParser),
     "deepseek-v3.1": ("deepseek-v3.1", "auto", None),
@@ -81,6 +82,23 @@ DIFFERENCES = {
     "test_extract_tool_calls_pre_v11_regex_fallback": (
         "text between [TOOL_CALLS] and the list is not the format; the turn is reported as malformed (vLLM searches "
         "the rest of the turn for a list)"),
+    "TestLlama32Detector.test_invalid_then_valid_json": (
+        "a broken call, and any call after it, is reported: the format has no delimiter that says where a broken call "
+        "ends (SGLang skips ahead to the next object that parses and runs it)"),
+    "TestQwen3CoderDetector.test_parse_streaming_multiple_tools": (
+        "values are trimmed as Qwen3-Coder's own parser and vLLM trim them (one newline after <parameter=...> and one "
+        "before </parameter>), so indentation written inside a value is kept; SGLang's streaming reader strips it all"),
+    "TestGlm4MoeDetector.test_invalid_tool_call": (
+        "a call to a tool that does not exist is answered by the tool layer (error: unknown tool 'invalid_func'), "
+        "where SGLang drops it without a word and grades the markup as text"),
+    "TestKimiK2Detector.test_tool_name_streaming": (
+        "a section cut off inside its second call is half-written: reported as malformed, not run in part (SGLang's "
+        "streaming hands on the first call and the second one's name)"),
+    "TestPythonicDetector.test_parse_streaming_partial_tool_call": _PROSE,
+    "TestPythonicDetector.test_parse_streaming_partial_nested_brackets": _PROSE,
+    "test_extract_tool_calls[complex]": (
+        "arguments cut off before their closing brace are not JSON: reported as malformed, not handed to the tool as "
+        "text (vLLM's test expects the cut-off text as the arguments)"),
     "TestKimiK2Detector.test_partial_tool_call": (
         "a section cut off before <|tool_call_end|> is half-written: reported as malformed, not run (SGLang's streaming "
         "hands on the name and the arguments so far)"),
