@@ -9,7 +9,9 @@
     granite_calls('<|tool_call|>[{"name": "add", "arguments": {"a": 1}}]')  # [{"name": "add", "arguments": {"a": 1}}]
 
 The same contract as :mod:`agentrl.callformats`: None when the turn attempts no call, ValueError (only) when it
-attempts one and writes it wrong, values of JSON's types. verl 0.9.1 has no parser for DeepSeek V3/V3.1 or Granite
+attempts one and writes it wrong, values of JSON's types. Call markup outside its section (a Kimi call token or
+the bare counter ``functions.NAME:0``, a DeepSeek call marker) is such an attempt: the peers read no call there and
+grade the markup as the answer; here it is reported. verl 0.9.1 has no parser for DeepSeek V3/V3.1 or Granite
 3; its Kimi and Seed parsers run a call whose arguments are not JSON with ``{}`` and a call quoted in reasoning.
 """
 
@@ -26,6 +28,10 @@ _KIMI_SECTION = re.compile(r"<\|tool_calls_section_begin\|>(.*?)(?:<\|tool_calls
 _KIMI_CALL = re.compile(r"\s*<\|tool_call_begin\|>\s*(?P<id>[^<]*?)\s*<\|tool_call_argument_begin\|>(?P<args>.*?)"
                         r"<\|tool_call_end\|>\s*", re.DOTALL)
 _KIMI_ID = re.compile(r"^(?:functions\.)?(?P<name>[A-Za-z_][\w.\-]*?)(?::\d+)?$")
+# call markup outside a section: a call token, or the bare counter functions.NAME:N before its arguments
+_KIMI_STRAY = re.compile(r"<\|tool_call(?:_begin|_argument_begin|_end|s_section_end)\|>"
+                         r"|\bfunctions\.[A-Za-z_][\w.\-]*:\d+(?=\s*(?:\{|<\|tool_call_argument_begin\|>))")
+_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL)
 
 
 def kimi_calls(text: str) -> list[dict] | None:
@@ -35,6 +41,10 @@ def kimi_calls(text: str) -> list[dict] | None:
 
 
 def _kimi_calls(text: str) -> list[dict] | None:
+    stray = _KIMI_STRAY.search(_KIMI_SECTION.sub("", _THINK.sub("", text)))
+    if stray:  # the peers read no call and keep the markup as the answer
+        raise ValueError(f"{stray.group(0)} outside <|tool_calls_section_begin|>…<|tool_calls_section_end|>: write "
+                         "every call inside the section")
     if "<|tool_calls_section_begin|>" not in text:
         return None
     calls = []
@@ -100,6 +110,7 @@ def _typed(value: str) -> Any:
 
 _DS_CALLS_BEGIN, _DS_CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
 _DS_CALL = re.compile(r"\s*<｜tool▁call▁begin｜>(?P<head>.*?)<｜tool▁sep｜>(?P<body>.*?)<｜tool▁call▁end｜>\s*", re.DOTALL)
+_DS_STRAY = re.compile(r"<｜tool▁(?:call▁begin|sep|call▁end|calls▁end|calls▁begin)｜>")
 _DS_V3_BODY = re.compile(r"^(?P<name>[^\n`]+?)\s*\n```(?:json)?\s*\n(?P<args>.*?)\n?```\s*$", re.DOTALL)
 
 
@@ -111,12 +122,17 @@ def deepseek_calls(text: str) -> list[dict] | None:
 
 
 def _deepseek_calls(text: str) -> list[dict] | None:
+    text = _THINK.sub("", text)
     at = text.find(_DS_CALLS_BEGIN)
+    end = text.find(_DS_CALLS_END, at) if at >= 0 else -1
+    if at >= 0 and end < 0:
+        raise ValueError(f"{_DS_CALLS_BEGIN} is not closed with {_DS_CALLS_END}")
+    stray = _DS_STRAY.search(text if at < 0 else text[:at] + text[end + len(_DS_CALLS_END):])
+    if stray:  # vLLM reads no call (or only the first section) and keeps the rest as the answer
+        raise ValueError(f"{stray.group(0)} outside the call section: write every call in one "
+                         f"{_DS_CALLS_BEGIN}…{_DS_CALLS_END}")
     if at < 0:
         return None
-    end = text.find(_DS_CALLS_END, at)
-    if end < 0:
-        raise ValueError(f"{_DS_CALLS_BEGIN} is not closed with {_DS_CALLS_END}")
     body, pos, calls = text[at + len(_DS_CALLS_BEGIN):end], 0, []
     while pos < len(body.rstrip()):
         m = _DS_CALL.match(body, pos)
@@ -128,6 +144,8 @@ def _deepseek_calls(text: str) -> list[dict] | None:
             if not v3:
                 raise ValueError("after function<｜tool▁sep｜> write the name, then the arguments in a ```json fence")
             name, args = v3.group("name").strip(), v3.group("args")
+        if not name:
+            raise ValueError("a call has no tool name before <｜tool▁sep｜>")
         calls.append({"name": name, "arguments": _json_object(args, name)})
         pos = m.end()
     return calls
@@ -150,9 +168,11 @@ def _granite_calls(text: str) -> list[dict] | None:
     try:
         listed, end = json.JSONDecoder().raw_decode(body)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"the list after <|tool_call|> is not valid JSON ({exc.msg})") from None
+        raise ValueError(f"the list after {mark.group(0)} is not valid JSON ({exc.msg})") from None
     if body[end:].strip():
-        raise ValueError("text after the call list; reply with <|tool_call|>[...] alone")
+        raise ValueError(f"text after the call list; reply with {mark.group(0)}[...] alone")
+    if not listed:
+        raise ValueError(f"the call list after {mark.group(0)} is empty")
     calls = []
     for call in listed if isinstance(listed, list) else [listed]:
         if not (isinstance(call, dict) and isinstance(call.get("name"), str)):
