@@ -107,6 +107,9 @@ DIFFERENCES = {
     "TestNonFiniteCoercion.test_non_finite_degrades_to_string[qwen3_coder-object-{\"x\": 1e999}]": _NONFINITE,
     "TestNonFiniteCoercion.test_non_finite_degrades_to_string[qwen3_coder-array-(1e999,)]": _NONFINITE,
     "TestNonFiniteCoercion.test_non_finite_degrades_to_string[qwen3_coder-object-{'x': 1e999}]": _NONFINITE,
+    "test_implicit_parameter_close": (
+        "a <parameter=...> that runs into the next one or into </function> is half-written: reported, not run (SGLang "
+        "guesses where each value ended)"),
     "TestKimiK2Detector.test_partial_tool_call": (
         "a section cut off before <|tool_call_end|> is half-written: reported as malformed, not run (SGLang's streaming "
         "hands on the name and the arguments so far)"),
