@@ -98,9 +98,11 @@ def warmup(model: str, data: str, out: str, *, epochs: int = 1, learning_rate: f
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from agentrl import malloc
     from agentrl.precision import choose
     from agentrl.runner import resolve_model
 
+    malloc.tune()
     out_dir = Path(out)
     if out_dir.exists() and any(out_dir.iterdir()) and not force:
         raise WarmupError(f"{out} exists and is not empty; pass --force to replace it, or choose another folder")
