@@ -72,3 +72,31 @@ def test_batcher_serves_concurrent_requests_and_loads_weights(model):
     assert float(model.model.embed_tokens.weight.detach().abs().sum()) == 0.0
     with pytest.raises(KeyError, match="does not have"):
         batcher.load_weights({"no.such.weight": torch.zeros(1)})
+
+
+def test_a_group_shares_its_prompt_and_samples_as_if_computed_alone(model, monkeypatch):
+    """A GRPO group's rows (one prompt, several samples) run the prompt once; the samples' log-probs are the
+    model's own for each row, and greedy rows of one prompt agree with a batch that computed every row."""
+    from agentrl.verl.cpu import generation
+
+    seen = []
+    forward = model.forward
+    monkeypatch.setattr(model, "forward", lambda *a, **k: (seen.append(tuple(k["input_ids"].shape)), forward(*a, **k))[1])
+    group = [Request(prompt_ids=[4, 5, 6, 7], max_tokens=5, temperature=1.0) for _ in range(4)]
+    other = [Request(prompt_ids=[9, 8], max_tokens=5, temperature=1.0) for _ in range(2)]
+    results = generate_batch(model, group + other, pad_id=0, eos_ids=set(), generator=torch.Generator().manual_seed(3))
+    assert seen[0] == (2, 4)  # the prefill: two distinct prompts, not six rows
+    assert all(shape == (6, 1) for shape in seen[1:])
+    for req, res in zip(group + other, results):
+        ids = torch.tensor([req.prompt_ids + res.token_ids])
+        with torch.no_grad():
+            logits = model(input_ids=ids).logits[0, len(req.prompt_ids) - 1:-1]
+        expected = torch.log_softmax(logits.float(), -1).gather(-1, torch.tensor(res.token_ids).unsqueeze(-1))
+        assert torch.allclose(torch.tensor(res.log_probs), expected.squeeze(-1), atol=1e-4)
+    assert len({tuple(r.token_ids) for r in results[:4]}) > 1  # the group's samples are drawn apart
+    greedy = [Request(prompt_ids=[4, 5, 6, 7], max_tokens=6, temperature=0) for _ in range(3)]
+    shared = generate_batch(model, greedy + [Request([9, 8], 6, temperature=0)], 0, set())
+    monkeypatch.setattr(generation, "_prefill", lambda m, i, a, p, prompts: (lambda o: (o.past_key_values,
+                        o.logits[:, -1, :]))(m(input_ids=i, attention_mask=a, position_ids=p, use_cache=True)))
+    alone = generate_batch(model, greedy + [Request([9, 8], 6, temperature=0)], 0, set())
+    assert [r.token_ids for r in shared] == [r.token_ids for r in alone]
