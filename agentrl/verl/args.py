@@ -366,16 +366,13 @@ def child_env(run_dir: Path, attempt: int, overrides: dict[str, Any]) -> dict[st
     env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     env["AGENTRL_RUN_DIR"] = str(run_dir)  # agentrl.verl.pacing records which groups each step trained
     env["VERL_FILE_LOGGER_PATH"] = str(RunDir(run_dir).verl_metrics(attempt))
-    from agentrl import malloc
-
-    return malloc.environment(env)  # large tensors reuse freed memory (agentrl.malloc)
+    return env
 
 
 # Read inside verl's Ray workers (the agent loop, rewards, verl's file logger); besides these, every AGENTRL_*
 # variable of the launching shell is agentrl's own setting and travels too.
 WORKER_VARIABLES = ("VERL_FILE_LOGGER_PATH", "HF_HUB_OFFLINE", "WANDB_MODE", "TOKENIZERS_PARALLELISM",
-                    "LITELLM_LOCAL_MODEL_COST_MAP", "VERL_PLATFORM", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_",
-                    "MALLOC_MMAP_THRESHOLD_")
+                    "LITELLM_LOCAL_MODEL_COST_MAP", "VERL_PLATFORM")
 
 
 def worker_env(env: dict[str, str]) -> dict[str, str]:

@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from agentrl import malloc
+
 
 @dataclasses.dataclass
 class Request:
@@ -200,7 +202,10 @@ class Batcher:
         with self.lock:
             self.batches += 1
             self.sequences += len(batch)
-            results = generate_batch(self.model, batch, self.pad_id, self.eos_ids, self.generator)
+            try:
+                results = generate_batch(self.model, batch, self.pad_id, self.eos_ids, self.generator)
+            finally:
+                malloc.release()  # the batch's KV cache back to the system (agentrl.malloc)
             for result in results:  # off-policy runs update weights while rollouts are being generated
                 result.version = self.version
             return results
