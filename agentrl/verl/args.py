@@ -123,6 +123,31 @@ def per_rank_sequences(settings: AgentrlSettings, ranks: Ranks) -> int:
                                               f"{ranks.per_node} GPU(s))", PlanError)
 
 
+# Bytes of vocabulary-wide float32 tensors one CPU micro-batch may hold. verl's update keeps several per token
+# (the logits, their log-softmax, the entropy's softmax, and the gradients of those): SmolLM2-135M (49,152-token
+# vocabulary) with all 32 sequences of a step (8 prompts x 4, 768 + 128 tokens) in one micro-batch held 16.5 GB.
+LOGITS_BUDGET = 4 << 30
+LOGIT_COPIES = 6
+
+
+def cpu_micro_batch(settings: AgentrlSettings, ranks: Ranks, model_path: str) -> int:
+    """Sequences per micro-batch on a CPU rank: all of the rank's where the vocabulary is small (one pass is the
+    fastest on a CPU), fewer where its logits would not fit :data:`LOGITS_BUDGET`; always a divisor of the
+    rank's sequences, as verl requires. The gradient is the same; only the peak memory changes."""
+    import json
+
+    per_rank = per_rank_sequences(settings, ranks)
+    try:
+        vocab = int(json.loads((Path(model_path) / "config.json").read_text()).get("vocab_size") or 0)
+    except (OSError, ValueError, TypeError):
+        vocab = 0
+    if not vocab:
+        return per_rank
+    per_sequence = (settings.max_prompt_length + settings.max_response_length) * vocab * 4 * LOGIT_COPIES
+    cap = max(1, LOGITS_BUDGET // per_sequence)
+    return max(d for d in range(1, per_rank + 1) if per_rank % d == 0 and d <= cap)
+
+
 def on_cpu(settings: AgentrlSettings) -> bool:
     if settings.device != "auto":
         return settings.device == "cpu"
@@ -252,7 +277,7 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
         merged.update(choose(s.dtype).verl_overrides())
     if cpu:
         ranks = cpu_ranks(settings)
-        micro = per_rank_sequences(settings, ranks)  # all of a rank's sequences in one micro-batch
+        micro = cpu_micro_batch(settings, ranks, model_path)  # a rank's sequences in one micro-batch if they fit
         merged.update({
             "trainer.nnodes": ranks.nodes,
             "trainer.n_gpus_per_node": ranks.per_node,

@@ -149,3 +149,23 @@ def test_gloo_binds_the_interface_of_the_ray_nodes_address_unless_the_user_chose
     monkeypatch.setenv("GLOO_SOCKET_IFNAME", "eth7")
     wrapped("gloo")
     assert seen == ["lo", "eth7"]
+
+
+def test_cpu_micro_batches_fit_a_large_vocabulary_and_divide_the_ranks_sequences(tmp_path):
+    import json
+
+    from agentrl.verl.args import LOGIT_COPIES, LOGITS_BUDGET, Ranks, cpu_micro_batch
+
+    def folder(vocab):
+        path = tmp_path / f"v{vocab}"
+        path.mkdir(exist_ok=True)
+        (path / "config.json").write_text(json.dumps({"vocab_size": vocab}))
+        return str(path)
+
+    s = AgentrlSettings(model="m", train_data="t", rewards=["math"], batch_size=8, samples_per_prompt=4,
+                        max_prompt_length=768, max_response_length=128)
+    assert cpu_micro_batch(s, Ranks(1, 1), folder(512)) == 32  # a small vocabulary: one pass, the fastest on a CPU
+    micro = cpu_micro_batch(s, Ranks(1, 1), folder(49152))  # SmolLM2's: the step's 32 would hold ~16.5 GB
+    assert 32 % micro == 0 and micro * 896 * 49152 * 4 * LOGIT_COPIES <= LOGITS_BUDGET and micro >= 1
+    assert cpu_micro_batch(s, Ranks(1, 2), folder(49152)) <= 16  # two ranks share the step's sequences
+    assert cpu_micro_batch(s, Ranks(1, 1), str(tmp_path / "missing")) == 32  # no config.json: as before
