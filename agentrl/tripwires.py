@@ -31,6 +31,7 @@ Nothing here imports verl.
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 from collections import Counter, defaultdict
@@ -69,9 +70,14 @@ class Alert:
 
 
 def final_answer(rollout: RolloutRecord) -> str:
-    """A rollout's last response, folded (case, spacing) so that the same answer compares equal."""
+    """A rollout's last response, folded (case, spacing) so that the same answer compares equal. A rollout that
+    ended on calls to declared tools (BFCL's rows, OpenAI function-calling rows) answered with those calls: they
+    are its answer, after whatever text came with them."""
     steps = rollout.trajectory or []
     text = (steps[-1].response if steps else "") or ""
+    if steps and str(getattr(rollout.stop_reason, "value", rollout.stop_reason)) == "declared_call":
+        text = f"{text} " + json.dumps([[c.name, c.arguments] for c in steps[-1].tool_calls], sort_keys=True,
+                                       default=str)
     return re.sub(r"\s+", " ", str(text)).strip().lower()
 
 

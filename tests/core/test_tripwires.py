@@ -219,3 +219,16 @@ def test_prompts_whose_rows_expect_the_same_answer_raise_no_same_answer_alert(tm
     assert [(a.step, a.signal) for a in feed(Tripwires(), stream(4, make(differ)))] == [(3, "same_answer")]
     assert [(a.step, a.signal) for a in feed(Tripwires(), stream(4, make(tmp_path / "gone.jsonl")))] == \
         [(3, "same_answer")]  # rows that cannot be read decide nothing
+
+
+def test_calls_to_declared_tools_are_the_answer_they_compare_by():
+    """BFCL's rows end on a call to a declared tool, with no text: a first SmolLM2 run had "4 of 8 prompts got the
+    same answer ''" at step 1, each prompt's own right call. The calls are the answer; the same call paid across
+    prompts is still one."""
+    def declared(st, p, s, same=False):
+        r = rollout(st, p, s, reward=1.0 if p < 5 else 0.0, answer="", tools=("lookup" if same else f"f{p}",))
+        return replace(r, stop_reason="declared_call")
+
+    assert feed(Tripwires(), stream(4, declared)) == []
+    alerts = feed(Tripwires(), stream(4, lambda st, p, s: declared(st, p, s, same=True)))
+    assert [(a.step, a.signal) for a in alerts] == [(1, "same_answer")] and '"lookup"' in alerts[0].message
