@@ -86,7 +86,7 @@ def test_none_reads_no_call_and_serves_what_the_model_wrote(tmp_path, monkeypatc
     for s in seen:
         assert s["finish"] == "stop" and s["calls"] == []
         assert '"arguments"' in s["content"]  # the call the model wrote, as text
-    assert all(r["tool_calls"] == 0 for r in records)
+    assert all(r.rollout.tool_calls == 0 for r in records)
     _check_exact(audit)
 
 
@@ -124,7 +124,7 @@ def test_tool_choice_missed_serve_serves_the_last_sample_as_written(tmp_path, mo
     assert seen[0] == {"finish": "stop", "content": f"The answer is {TOOL_CHOICE_TRIES}.", "calls": []}
     assert len(audit[0]["rejected"]) == TOOL_CHOICE_TRIES - 1 and len(audit[0]["generated"]) == 1
     _check_exact(audit)  # the served sample is trained, the others are not
-    assert records[0]["unscorable"] is None
+    assert records[0].rollout.unscorable is None
 
 
 def test_a_named_function_is_kept_only_when_called_and_a_greedy_repeat_ends_the_tries(tmp_path, monkeypatch,
