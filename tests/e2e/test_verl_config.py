@@ -61,11 +61,11 @@ def main_ppo(rows: dict, out: Path, *keys: str) -> tuple[subprocess.CompletedPro
     cpu = subprocess.run([sys.executable, "-m", "agentrl.verl.cpu"], capture_output=True, text=True, check=True)
     cmd = [sys.executable, "-m", "verl.trainer.main_ppo", *cpu.stdout.split(),
            f"data.train_files={rows['train']}", f"data.val_files={rows['test']}",
-           "data.train_batch_size=2", "data.max_prompt_length=320", "data.max_response_length=64",
+           "data.train_batch_size=2", "data.max_prompt_length=448", "data.max_response_length=64",
            f"actor_rollout_ref.model.path={rows['model']}",
            "actor_rollout_ref.actor.ppo_mini_batch_size=2", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8",
            "actor_rollout_ref.actor.optim.lr=5e-4", "actor_rollout_ref.rollout.n=4",
-           "actor_rollout_ref.rollout.prompt_length=320", "actor_rollout_ref.rollout.response_length=64",
+           "actor_rollout_ref.rollout.prompt_length=448", "actor_rollout_ref.rollout.response_length=64",
            "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8",
            "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=8",
            "actor_rollout_ref.rollout.calculate_log_probs=true",
