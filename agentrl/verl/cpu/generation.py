@@ -133,23 +133,23 @@ def _prefill(model: Any, input_ids: torch.Tensor, attention: torch.Tensor, posit
     the prompt runs once and its cache is copied to the group's rows (the prompt cost of a group of 4: a
     quarter). Each row's logits are the prompt's own, up to the float rounding a different batch shape brings
     (tests/core/test_generation.py: greedy samples equal, log-probs the model's own)."""
+    keep = _last_only(model)
+
+    def run(rows: slice | torch.Tensor) -> tuple[Any, torch.Tensor]:
+        out = model(input_ids=input_ids[rows], attention_mask=attention[rows], position_ids=position_ids[rows],
+                    use_cache=True, **keep)
+        return out.past_key_values, out.logits[:, -1, :]
+
     first: dict[tuple[int, ...], int] = {}
     index = [first.setdefault(p, len(first)) for p in prompts]
-    unique = [prompts.index(p) for p in first]  # the first row of each distinct prompt
-    if len(unique) == len(prompts):
-        out = model(input_ids=input_ids, attention_mask=attention, position_ids=position_ids, use_cache=True,
-                    **_last_only(model))
-        return out.past_key_values, out.logits[:, -1, :]
-    rows = torch.tensor(unique)
-    out = model(input_ids=input_ids[rows], attention_mask=attention[rows], position_ids=position_ids[rows],
-                use_cache=True, **_last_only(model))
-    past, expand = out.past_key_values, torch.tensor(index)
+    if len(first) == len(prompts):
+        return run(slice(None))
+    past, logits = run(torch.tensor([prompts.index(p) for p in first]))  # the first row of each distinct prompt
     if not hasattr(past, "reorder_cache"):  # a cache that cannot be copied row-wise: compute every row
-        out = model(input_ids=input_ids, attention_mask=attention, position_ids=position_ids, use_cache=True,
-                    **_last_only(model))
-        return out.past_key_values, out.logits[:, -1, :]
+        return run(slice(None))
+    expand = torch.tensor(index)
     past.reorder_cache(expand)
-    return past, out.logits[:, -1, :].index_select(0, expand)
+    return past, logits.index_select(0, expand)
 
 
 class Batcher:
