@@ -22,6 +22,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, TextIO
 
+from agentrl.failures import diagnose
 from agentrl.placement import Placer
 from agentrl.record import RolloutRecord
 from agentrl.rolloutfile import decode, line_key, read_new
@@ -126,17 +127,21 @@ def check_checkpoint(run_dir: Path) -> dict | None:
 
 
 def error_tail(log_path: Path, lines: int = 12) -> str:
-    """The most telling lines at the end of training.log (the last traceback, else the last lines)."""
+    """The most telling lines at the end of training.log (the last traceback, else the last lines), after a
+    plain account of the failure where it is a known kind (agentrl.failures)."""
     try:
         text = log_path.read_text(errors="replace").splitlines()
     except OSError:
         return "(no training.log)"
     text = [re.sub(r"\x1b\[[0-9;]*m", "", t) for t in text[-4000:]]
+    known = diagnose("\n".join(text))
     errors = [i for i, t in enumerate(text) if re.search(r"(Error|Exception)\b.*:", t) and "Warning" not in t]
     if errors:
         last = errors[-1]
-        return "\n".join(text[max(0, last - lines + 2): last + 2])
-    return "\n".join(text[-lines:])
+        tail = "\n".join(text[max(0, last - lines + 2): last + 2])
+    else:
+        tail = "\n".join(text[-lines:])
+    return f"{known}\n{tail}" if known else tail
 
 
 def _step_of(line: bytes) -> tuple[Any, bool] | None:
