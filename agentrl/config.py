@@ -109,6 +109,9 @@ class AgentrlSettings(BaseModel):
     kl_coef: float = Field(0.0, ge=0)
     learning_rate: float = Field(1e-6, gt=0)
     entropy_coef: float = Field(0.0, ge=0)
+    skip_flat_groups: bool = Field(
+        True, description="leave zero-advantage sequences out of the policy update where that gives the same "
+        "gradient (agentrl.verl.flatgroups); false: update on every sequence")
     max_off_policy_steps: int = Field(
         0, ge=0, le=8, description="0: synchronous GRPO. N > 0: rollouts for the next steps are generated while "
         "a step trains, and a rollout may be up to N policy versions old when it is trained on")

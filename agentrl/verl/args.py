@@ -209,6 +209,7 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
     chosen: dict[str, Any] = {
         "algorithm.adv_estimator": "agentrl_grpo",
         "+agentrl.spec": spec_path,
+        "+agentrl.skip_flat_groups": s.skip_flat_groups,
         "data.train_files": train_file,
         "data.val_files": val_file or train_file,
         "data.train_batch_size": s.batch_size,

@@ -2,7 +2,8 @@
 
     patch_on_import("verl.trainer.ppo.v1.replay_buffer", pacing.patch)   # runs patch(module) once it executes
 
-If the module is already imported, ``patch`` runs now. verl imports agentrl's plugin early in every process (entry
+If the module is already imported, ``patch`` runs now. Several patches of one module run in the order they
+were asked for (the same patch asked twice runs once). verl imports agentrl's plugin early in every process (entry
 point group ``verl.plugins``), before most of its own modules: a finder at the front of ``sys.meta_path`` wraps the
 target's loader so the patch runs as soon as the module body has executed, before anything can use it.
 """
@@ -17,7 +18,7 @@ from typing import Any, Callable
 
 class _PatchOnImport(importlib.abc.MetaPathFinder):
     def __init__(self, target: str, patch: Callable[[Any], None]) -> None:
-        self.target, self.patch = target, patch
+        self.target, self.patches = target, [patch]
 
     def find_spec(self, fullname, path, target=None):
         if fullname != self.target:
@@ -30,19 +31,24 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
         if spec is None or spec.loader is None:
             return spec
         exec_module = spec.loader.exec_module
-        patch = self.patch
+        patches = self.patches
 
         def exec_and_patch(module):
             exec_module(module)
-            patch(module)
+            for patch in patches:
+                patch(module)
 
         spec.loader.exec_module = exec_and_patch
         return spec
 
 
 def patch_on_import(target: str, patch: Callable[[Any], None]) -> None:
-    """Run ``patch(module)`` on ``target`` now if it is imported, else right after its import (once per target)."""
+    """Run ``patch(module)`` on ``target`` now if it is imported, else right after its import (once per patch)."""
     if target in sys.modules:
         patch(sys.modules[target])
-    elif not any(isinstance(f, _PatchOnImport) and f.target == target for f in sys.meta_path):
+        return
+    finder = next((f for f in sys.meta_path if isinstance(f, _PatchOnImport) and f.target == target), None)
+    if finder is None:
         sys.meta_path.insert(0, _PatchOnImport(target, patch))
+    elif patch not in finder.patches:
+        finder.patches.append(patch)

@@ -10,7 +10,8 @@ It registers, through verl's own registries and nothing patched on disk:
 - the ``agentrl_grpo`` advantage estimator (unscorable rollouts kept out of their group);
 - gloo's address on a cluster of several machines (``agentrl.verl.gloo``): the interface of the Ray node's;
 - GRPO over rollouts of several sequences (``agentrl.verl.sessions``): one row per rollout in group statistics;
-- the replay buffer's poll interval (``agentrl.verl.pacing``): steps no longer wait on a 2-second poll.
+- the replay buffer's poll interval (``agentrl.verl.pacing``): steps no longer wait on a 2-second poll;
+- the policy update without zero-advantage sequences (``agentrl.verl.flatgroups``): the same gradient, less compute.
 
 verl swallows plugin import errors at DEBUG level, so failures are logged here at ERROR level with
 the cause: a broken plugin must never look like a missing feature.
@@ -45,6 +46,9 @@ def _load() -> None:
     from agentrl.verl import sessions
 
     sessions.install()  # agentrl_grpo over rollouts of several sequences (agent.program)
+    from agentrl.verl import flatgroups
+
+    flatgroups.install()
     try:
         from agentrl.verl import agent_loop  # noqa: F401  (registers the "agentrl" agent loop)
         from agentrl.verl import grpo  # noqa: F401  (registers the "agentrl_grpo" advantage estimator)

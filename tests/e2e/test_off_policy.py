@@ -130,3 +130,29 @@ def test_no_prompt_trained_twice_or_skipped(killed_run):
     assert trained_prompts <= drawn
     assert len(drawn - trained_prompts) <= AHEAD * BATCH, sorted(drawn - trained_prompts)
     assert killed_run["generated_at_kill"] > 0
+
+
+def test_the_update_left_out_exactly_the_flat_groups(killed_run):
+    """agentrl.verl.flatgroups, off-policy and across resumes: each step's update left out the sequences of the
+    groups whose rollouts all scored alike (advantage 0 everywhere), and the worker's loss applied the scale the
+    driver chose, so the gradient is the whole batch's."""
+    run = killed_run["run"]
+    rollouts = [r for r in read_jsonl(run / "rollouts.jsonl") if not r["validation"]]
+    logged = {}
+    for path in sorted((run / "logs").glob("verl_metrics.*.jsonl")):  # a resumed step: its last attempt's line
+        logged.update({m["step"]: m["data"] for m in read_jsonl(path) if "agentrl/flat_skipped" in m["data"]})
+    assert sorted(logged) == list(range(1, STEPS + 1))
+    for step, data in logged.items():
+        groups: dict = {}
+        for r in rollouts:
+            if r["step"] == step:
+                groups.setdefault(r["group"], []).append(r)
+        flat = 0
+        for g in groups.values():  # an unscorable rollout has advantage 0 and the rest are grouped without it
+            scored = [r for r in g if not r["unscorable"]]
+            flat += len(g) - len(scored) + (len(scored) if len({r["reward"] for r in scored}) <= 1 else 0)
+        total = sum(len(g) for g in groups.values())
+        assert data["agentrl/flat_skipped"] == (total - 1 if flat == total else flat), (step, groups)
+        if data["agentrl/flat_skipped"]:
+            assert data["actor/agentrl_loss_scale"] == pytest.approx(data["agentrl/flat_loss_scale"])
+    assert any(data["agentrl/flat_skipped"] for data in logged.values())  # not a check that could not fail

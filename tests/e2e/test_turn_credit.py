@@ -5,7 +5,8 @@ reward and tool_use's per-turn form, and the calculator allowed only ``add``: a 
 gets an error result, so its turn is penalised while the episode may still be answered. What must hold: the
 advantages verl's trainer gave each turn's tokens (logged by ``agentrl_grpo`` to logs/advantages.jsonl) are
 the ones :func:`agentrl.credit.fill` computes from the rollouts.jsonl records of the same groups, so the
-per-turn rewards reached the trainer, turn by turn.
+per-turn rewards reached the trainer, turn by turn. And the update left out exactly the sequences whose every
+advantage is zero (``agentrl.verl.flatgroups``), with the loss scale the driver chose applied in the worker's loss.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections import defaultdict
 import pytest
 
 from agentrl.credit import fill
+from agentrl.verl.flatgroups import choose
 from runs import AGENTRL, read_jsonl  # tests/e2e/runs.py
 from test_train import write_config
 
@@ -52,3 +54,12 @@ def test_turn_credit_reaches_the_trainer(tmp_path):
         key = lambda advs: [round(v, 4) for v in advs]  # noqa: E731
         for a, b in zip(sorted(ours, key=key), sorted(theirs, key=key)):
             assert a == pytest.approx(b, abs=1e-5)
+
+    (step,) = [m["data"] for m in read_jsonl(run / "logs" / "verl_metrics.1.jsonl") if m["step"] == 1]
+    flat = sum(all(v == 0 for v in t["turn_advantages"]) for t in trained)
+    # the demo's vocabulary is small: one micro-batch holds the step's 16 sequences (agentrl.verl.args.cpu_micro_batch)
+    kept, _ = choose([t["turn_advantages"] for t in trained], micro=16)
+    assert step["agentrl/flat_skipped"] == len(trained) - len(kept) <= flat
+    if step["agentrl/flat_skipped"]:
+        assert step["actor/agentrl_loss_scale"] == pytest.approx(step["agentrl/flat_loss_scale"])
+        assert 0 < step["agentrl/flat_loss_scale"] < 1
