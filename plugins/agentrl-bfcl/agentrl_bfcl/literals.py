@@ -11,10 +11,12 @@ In those categories every argument is a string of source code (the model is offe
 own type converters (``java_type_converter`` / ``js_type_converter``) before comparing it with the possible
 answer, which holds Python values. This module writes the text those converters read back as the value: the
 inverse of the converters, type by type, as the parameter's documented type names it. Strings are written as the
-converters read them: bare for Java's ``String`` / ``any`` and JavaScript's ``any`` (the converters keep the text
-as it is), in double quotes for JavaScript's ``String`` and inside collections. A value of another Python type
-than the documented one (BFCL's possible answers give a variable name, a plain string, for some typed
-parameters) is written bare, as the text it is.
+converters read them: bare for Java's ``String`` / ``any``, JavaScript's ``any``, and as elements of a Java
+array or of an ArrayList of other items than String / char (the converters keep that text as it is); in double
+quotes for JavaScript's ``String``, in a Java ArrayList of String / char, a HashMap, and JavaScript arrays and
+objects (whose parsers strip them). A string where another type
+is documented (BFCL's possible answers give a variable's or a constant's name for some typed parameters) is
+written bare, as the text it is.
 
 :mod:`agentrl_bfcl.answers` writes demonstrations with it, and the fidelity test its ground-truth outputs; the
 checker, not this module, decides whether they pass.
