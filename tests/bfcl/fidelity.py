@@ -5,7 +5,8 @@ Hermes-format function-calling handler, ``QwenFCHandler``), for every row of eve
     python tests/bfcl/fidelity.py        # prints the agreement table the README quotes
 
 A model output is the text of one assistant turn with ``<tool_call>`` blocks. Per row: the ground truth (each
-call with the first of its possible values, an optional argument whose first possibility is "" left out) and
+call with the first of its possible values, an optional argument whose first possibility is "" left out; in
+simple_java / simple_javascript each value written as Java / JavaScript source text, ``agentrl_bfcl.literals``) and
 perturbations of it: wrong value, wrong type, missing required argument, extra call, wrong function, swapped
 order (rows with two or more calls), no call, a broken JSON block beside the calls, arguments that are not an
 object. Relevance/irrelevance rows: no call, a call, a broken block only, a call with a non-object argument.
@@ -23,7 +24,7 @@ from typing import Any, Iterator
 
 from agentrl.trajectory import make_item, make_sample, make_step
 
-from agentrl_bfcl import ast_reward, bfcl
+from agentrl_bfcl import ast_reward, bfcl, literals
 from agentrl_bfcl.rows import rows
 
 OMIT = object()
@@ -54,6 +55,19 @@ def ground_truth(possible_answer: list, functions: list) -> list[tuple[str, dict
         args = {k: v for k, p in params.items() if k in documented.get(name, params) and (v := _pick(p)) is not OMIT}
         calls.append((name.replace(".", "_"), args))
     return calls
+
+
+def writer(category: str, functions: list):
+    """``write(name, args)``: the arguments as the model writes them, values as they are (Python categories) or
+    as Java / JavaScript source text (simple_java, simple_javascript: ``agentrl_bfcl.literals``)."""
+    language = bfcl.language(category).value
+    documented = {f["name"].replace(".", "_"): f["parameters"].get("properties", {}) for f in functions}
+
+    def write(name: str, args: dict) -> dict:
+        if language == "python":
+            return args
+        return {k: literals.source(v, documented[name][k], language) for k, v in args.items()}
+    return write
 
 
 def _other_value(v: Any) -> Any:
@@ -97,13 +111,18 @@ def outputs(row: dict) -> Iterator[tuple[str, str]]:
         yield "broken_block_only", BROKEN
         yield "args_not_object", _block({"name": names[0], "arguments": [1, 2]})
         return
-    gt = ground_truth(answer, row["metadata"]["bfcl"]["functions"])
+    write = writer(row["metadata"]["bfcl_category"], row["metadata"]["bfcl"]["functions"])
+    values = ground_truth(answer, row["metadata"]["bfcl"]["functions"])
+    gt = [(n, write(n, a)) for n, a in values]
     yield "ground_truth", text_of(gt)
     name, args = gt[0]
     if args:
         key = next(iter(args))
-        yield "wrong_value", text_of([(name, {**args, key: _other_value(args[key])})] + gt[1:])
-        yield "wrong_type", text_of([(name, {**args, key: _other_type(args[key])})] + gt[1:])
+        value = values[0][1][key]  # a wrong value is wrong in the language: changed, then written
+        yield "wrong_value", text_of([(name, {**args, key: write(name, {key: _other_value(value)})[key]})] + gt[1:])
+        # a wrong type: in Java/JavaScript rows the bare JSON value where source text (a string) is asked for
+        wrong = _other_type(args[key]) if args[key] == value or isinstance(value, str) else value
+        yield "wrong_type", text_of([(name, {**args, key: wrong})] + gt[1:])
     docs = {f["name"].replace(".", "_"): f for f in row["metadata"]["bfcl"]["functions"]}
     required = [k for k in docs.get(name, {}).get("parameters", {}).get("required", []) if k in args]
     if required:
@@ -164,6 +183,7 @@ def bfcl_scores(category: str, texts: list[tuple[dict, str]]) -> list[float]:
     relevance = category in bfcl.RELEVANCE_CATEGORIES
     answers = {} if relevance else {
         e["id"]: a["ground_truth"] for e, a in zip(prompts.values(), load_ground_truth_entry(category))}
+    # the runner's own choice of language (eval_runner.ast_file_runner), not agentrl_bfcl.bfcl.language
     language, fmt = ((Language.JAVA, ReturnFormat.JAVA) if is_java(category) else
                      (Language.JAVASCRIPT, ReturnFormat.JAVASCRIPT) if is_js(category) else
                      (Language.PYTHON, ReturnFormat.PYTHON))

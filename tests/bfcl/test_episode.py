@@ -38,16 +38,18 @@ SCRIPT = textwrap.dedent("""
         async def finish(self, prompt):
             return 7
 
-    async def main(run_dir, text):
+    async def main(run_dir, category, row_id, *texts):
         spec = RunSpec(run_dir=run_dir, tools=[], rewards=[{"name": "bfcl_ast"}])
-        row = next(r for r in rows("parallel") if r["id"] == "parallel_0")
-        state, policy = WorkerState(spec), Scripted(text)
+        row = next(r for r in rows(category) if r["id"] == row_id)
+        state = WorkerState(spec)
         try:
-            record = await Episode(state, policy).run(loop_record(__import__("pathlib").Path("bfcl.jsonl"), 1, row),
-                                                      {"temperature": 0})
+            for text in texts:  # one episode each, one line each
+                policy = Scripted(text)
+                record = await Episode(state, policy).run(
+                    loop_record(__import__("pathlib").Path("bfcl.jsonl"), 1, row), {"temperature": 0})
+                print(json.dumps({"record": record.to_dict(), "tools": [t["function"] for t in policy.tools]}))
         finally:
             await state.aclose()
-        print(json.dumps({"record": record.to_dict(), "tools": [t["function"]["name"] for t in policy.tools]}))
 
     asyncio.run(main(*sys.argv[1:]))
 """)
@@ -57,12 +59,19 @@ def _block(name, args):
     return f"<tool_call>\n{json.dumps({'name': name, 'arguments': args})}\n</tool_call>"
 
 
-def _run(run_dir, text):
+def _runs(run_dir, category, row_id, *texts):
+    """One episode of the row per text, in one process: each episode's record and the tools it offered."""
     run_dir.mkdir()
-    out = subprocess.run([sys.executable, "-c", SCRIPT, str(run_dir), text], capture_output=True, text=True,
-                         timeout=300)
+    out = subprocess.run([sys.executable, "-c", SCRIPT, str(run_dir), category, row_id, *texts], capture_output=True,
+                         text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.splitlines()[-1])
+    return [json.loads(line) for line in out.stdout.splitlines()[-len(texts):]]
+
+
+def _run(run_dir, text):
+    (got,) = _runs(run_dir, "parallel", "parallel_0", text)
+    got["tools"] = [t["name"] for t in got["tools"]]
+    return got
 
 
 def test_a_parallel_row_scored_through_the_episode(tmp_path):
@@ -77,3 +86,21 @@ def test_a_parallel_row_scored_through_the_episode(tmp_path):
     assert record["components"] == {"bfcl_ast": 1.0}
     wrong = _block("spotify_play", {"artist": "Taylor Swift", "duration": 20})  # one of the two calls
     assert _run(tmp_path / "b", wrong)["record"]["components"] == {"bfcl_ast": 0.0}
+
+
+def test_java_and_javascript_rows_take_source_text_through_the_episode(tmp_path):
+    # simple_java_1: SQL completion proposals for 'Customers', short names, params limit 50 and schema 'public'
+    right = _block("SQLCompletionAnalyzer_makeProposalsFromObject", {
+        "object": "Customers", "useShortName": "true",
+        "params": 'new HashMap<String, Object>() {{ put("limit", 50); put("schemaFilter", "public"); }}'})
+    json_true = right.replace('"true"', "true")  # a JSON boolean where Java source text is asked for
+    got = _runs(tmp_path / "java", "simple_java", "simple_java_1", right, json_true)
+    (tool,) = got[0]["tools"]
+    assert {p["type"] for p in tool["parameters"]["properties"].values()} == {"string"}  # offered as source text
+    assert [g["record"]["components"] for g in got] == [{"bfcl_ast": 1.0}, {"bfcl_ast": 0.0}]
+    # simple_javascript_0: validate the field 'userInputField' after typing is complete
+    quoted = _block("validateUserInput", {"inputField": '"userInputField"', "isComplete": "true"})
+    bare = _block("validateUserInput", {"inputField": "userInputField", "isComplete": "true"})  # read as is
+    wrong = _block("validateUserInput", {"inputField": '"userInputField"', "isComplete": "false"})
+    got = _runs(tmp_path / "js", "simple_javascript", "simple_javascript_0", quoted, bare, wrong)
+    assert [g["record"]["components"] for g in got] == [{"bfcl_ast": 1.0}, {"bfcl_ast": 1.0}, {"bfcl_ast": 0.0}]

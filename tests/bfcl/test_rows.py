@@ -98,6 +98,9 @@ def test_unknown_categories_fail_before_anything_is_written(tmp_path):
             convert_from("bfcl", "simple", str(tmp_path / "x.jsonl"))
         with pytest.raises(ConvertError, match=r"unknown BFCL category 'multi_turn'.*multi_turn_base"):
             convert_from("bfcl", "multi_turn", str(tmp_path / "x.jsonl"))
+        with pytest.raises(ConvertError, match=r"'web_search_base' is not supported by agentrl-bfcl: .*SerpAPI.*"
+                                               r"supported categories are simple_python, simple_java, simple_javascript"):
+            convert_from("bfcl", "web_search_base", str(tmp_path / "x.jsonl"))
         with pytest.raises(ConvertError, match="simple_python:train or simple_python:heldout"):
             convert_from("bfcl", "simple_python:test", str(tmp_path / "x.jsonl"))
         with pytest.raises(plugins.PluginError, match="Did you mean 'bfcl'"):
@@ -105,6 +108,29 @@ def test_unknown_categories_fail_before_anything_is_written(tmp_path):
         assert not (tmp_path / "x.jsonl").exists()
     finally:
         plugins.reset_plugin_manager()
+
+
+def test_every_bfcl_category_is_supported_or_refused_with_its_reason():
+    from bfcl_eval.constants.category_mapping import ALL_CATEGORIES
+
+    supported = bfcl.SINGLE_TURN + bfcl.MULTI_TURN
+    assert sorted(supported + tuple(bfcl.UNSUPPORTED)) == sorted(ALL_CATEGORIES)  # bfcl-eval's own list
+    assert not set(supported) & set(bfcl.UNSUPPORTED)
+
+
+@pytest.mark.parametrize("category", ["simple_java", "simple_javascript"])
+def test_java_and_javascript_rows_offer_every_argument_as_source_text(category):
+    hint = {"simple_java": "Java 8 SDK syntax.", "simple_javascript": "JavaScript syntax."}[category]
+    documented = set()
+    for row in rows(category):
+        for tool in row["metadata"]["declared_tools"]:
+            assert tool["function"]["description"].endswith("Note that the provided function is in " + hint)
+            assert {p["type"] for p in tool["function"]["parameters"]["properties"].values()} == {"string"}
+        documented |= {p["type"] for f in row["metadata"]["bfcl"]["functions"]
+                       for p in f["parameters"]["properties"].values()}
+    # the checker reads the documented types, which the rows keep for it
+    assert {"simple_java": {"boolean", "long", "HashMap", "ArrayList", "Array"},
+            "simple_javascript": {"Boolean", "dict", "array", "float"}}[category] <= documented
 
 
 def test_the_command_line_writes_checked_rows(tmp_path):

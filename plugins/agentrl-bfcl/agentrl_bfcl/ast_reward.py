@@ -14,8 +14,9 @@ and a call whose arguments are not an object fails decoding in both. Then, as bf
   (``bfcl_eval.utils.is_empty_output``); irrelevance rows pass without one, relevance rows with one;
 * every other category: the decoded output must have the function-calling format
   (``is_function_calling_format_output``), then bfcl-eval's own ``ast_checker`` decides, with the row's
-  function docs and possible answer, Python as the language, and names read with "." as "_"
-  (``agentrl_bfcl.bfcl.MODEL``).
+  function docs and possible answer, the category's language (Python; Java for simple_java and JavaScript for
+  simple_javascript, whose arguments are source text the checker reads back with its own type converters) and
+  names read with "." as "_" (``agentrl_bfcl.bfcl.MODEL``).
 
 Rows without ``metadata.bfcl``, and multi-turn rows (``bfcl_multi_turn`` scores those), are not this reward's:
 it returns None (not applicable). A checker that raises is
@@ -53,7 +54,6 @@ def first_turn_output(sample: Any) -> list[dict]:
 def score_output(category: str, functions: list, possible_answer: list | None, output: list | Exception) -> float:
     """1.0 when bfcl-eval's runner would count ``output`` (decoded, or the decoding error) correct, else 0.0."""
     bfcl.require()
-    from bfcl_eval.constants.enums import Language
     from bfcl_eval.utils import is_empty_output, is_function_calling_format_output
 
     decoded_ok = not isinstance(output, Exception)
@@ -67,7 +67,7 @@ def score_output(category: str, functions: list, possible_answer: list | None, o
     # plain dicts and lists, freshly made: the checker tests `type(x) == dict` (the sample's and item's attribute
     # dicts would fail it), and it may edit what it is given, while one row is scored for many rollouts
     functions, output, possible_answer = unwrap((functions, output, possible_answer))
-    result = bfcl.ast_checker(functions, output, possible_answer, Language.PYTHON, category, bfcl.MODEL)
+    result = bfcl.ast_checker(functions, output, possible_answer, bfcl.language(category), category, bfcl.MODEL)
     return 1.0 if result["valid"] else 0.0
 
 

@@ -24,13 +24,24 @@ from dataclasses import dataclass
 MODEL = "agentrl-FC"  # the model name the checker is given; "_" in it would read as "/" (convert_func_name)
 _MODEL_CONFIG = "bfcl_eval.constants.model_config"
 
-# BFCL v4's single-turn categories this plugin converts and scores (relevance and irrelevance included)
-# (simple_java and simple_javascript are left out: their arguments are Java/JavaScript source in strings)
-AST_CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple",
+# BFCL v4's single-turn categories this plugin converts and scores (relevance and irrelevance included);
+# simple_java and simple_javascript rows take every argument as Java / JavaScript source in a string
+# (bfcl-eval's checker reads it back with its own type converters: see :func:`language`)
+AST_CATEGORIES = ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple",
                   "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple")
 RELEVANCE_CATEGORIES = ("irrelevance", "live_irrelevance", "live_relevance")
 SINGLE_TURN = AST_CATEGORIES + RELEVANCE_CATEGORIES
 MULTI_TURN = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")
+# bfcl-eval's other categories (its ALL_CATEGORIES), and why this plugin does not convert them
+_WEB = "its rows need a live web search engine (BFCL's runner calls SerpAPI with a key)"
+_MEMORY = ("its rows are agentic: each is asked after a prerequisite conversation that fills a memory backend "
+           "(the vector one needs sentence-transformers and faiss)")
+UNSUPPORTED = {
+    "web_search_base": _WEB, "web_search_no_snippet": _WEB,
+    "memory_kv": _MEMORY, "memory_vector": _MEMORY, "memory_rec_sum": _MEMORY,
+    "format_sensitivity": ("BFCL leaves it out of its scores (NON_SCORING_CATEGORY): it re-asks 200 rows of the "
+                           "other categories in 26 prompt formats meant for prompting models, not function calling"),
+}
 
 
 class BfclMissing(ImportError):
@@ -68,6 +79,17 @@ def require() -> None:
         raise BfclMissing(f"bfcl-eval {version} is installed; agentrl-bfcl reads 2026.3.23's data and checker: "
                           "pip install --no-deps bfcl-eval==2026.3.23")
     _stand_in_model_config()
+
+
+def language(category: str):
+    """The source language of ``category``'s functions, bfcl-eval's ``Language``: JAVA (value "java") for
+    simple_java, JAVASCRIPT ("javascript") for simple_javascript, PYTHON for every other category (bfcl-eval's
+    runner picks it the same way, with ``is_java`` / ``is_js``)."""
+    require()
+    from bfcl_eval.constants.enums import Language
+    from bfcl_eval.utils import is_java, is_js
+
+    return (Language.JAVA if is_java(category) else Language.JAVASCRIPT if is_js(category) else Language.PYTHON)
 
 
 def ast_checker(*args, **kwargs):

@@ -9,7 +9,9 @@
                            "possible_answer": [{"math.factorial": {"number": [5]}}]}}}
 
 Everything is read and shaped by bfcl-eval's own code: ``load_dataset_entry`` (with the language hint BFCL's
-generation adds: "Note that the provided function is in Python 3 syntax.") and ``convert_to_tool`` with
+generation adds: "Note that the provided function is in Python 3 syntax."; in simple_java and simple_javascript
+"... in Java 8 SDK syntax." / "... in JavaScript syntax." and every parameter offered as a string of source text,
+"This is Java boolean type parameter in string representation.") and ``convert_to_tool`` with
 ``GORILLA_TO_OPENAPI`` in the OpenAI style, the tools a function-calling model is given on the leaderboard ("."
 in names becomes "_"). The tools are *declared* (``metadata.declared_tools``): nothing executes them, the calls
 are the answer, and the episode ends after the turn that makes them. ``metadata.bfcl`` keeps what the checker
@@ -59,6 +61,9 @@ def split_of(row_id: str) -> str:
 
 def _parse(source: str) -> tuple[str, str | None]:
     category, _, part = source.partition(":")
+    if category in bfcl.UNSUPPORTED:
+        raise ValueError(f"BFCL category {category!r} is not supported by agentrl-bfcl: {bfcl.UNSUPPORTED[category]}; "
+                         f"the supported categories are {', '.join(bfcl.SINGLE_TURN + bfcl.MULTI_TURN)}")
     if category not in bfcl.SINGLE_TURN + bfcl.MULTI_TURN:
         raise ValueError(f"unknown BFCL category {category!r}; use one of "
                          f"{', '.join(bfcl.SINGLE_TURN + bfcl.MULTI_TURN)} "
