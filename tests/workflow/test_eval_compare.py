@@ -91,6 +91,18 @@ def test_compare_table_for_people(pair, capsys):
     assert main(["compare", *pair, "--by", "kind"]) == 0
     text = capsys.readouterr().out
     assert "mean reward" in text and "+0.000" in text and "regressed" in text and "by kind" in text
+    assert "95% interval over prompts (paired bootstrap, 5 prompts)" in text and "(includes 0)" in text
+
+
+def test_the_interval_of_the_change_is_over_paired_prompts():
+    assert compare_mod.interval([0.5]) is None
+    assert compare_mod.interval([1.0] * 10) == (1.0, 1.0)
+    deltas = [1.0] * 12 + [-1.0] * 5 + [0.0] * 71  # 88 prompts, +0.08 on average
+    lo, hi = compare_mod.interval(deltas)
+    assert lo < 7 / 88 < hi and lo < 0  # seven more solved out of 88 could be the draw of prompts
+    assert compare_mod.interval(deltas) == (lo, hi)  # the same interval every time
+    lo, hi = compare_mod.interval([1.0] * 30 + [0.0] * 58)
+    assert lo > 0.2 and hi < 0.45
 
 
 def test_inspect_shows_the_regression_side_by_side(pair, tmp_path, capsys):
