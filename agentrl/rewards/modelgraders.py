@@ -15,7 +15,6 @@ or the last number) in ``range``. An endpoint receives ``{"sample", "item", "rol
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -26,27 +25,19 @@ from agentrl.rewards.errors import Unscorable
 from agentrl.rewards.graderbase import Grader
 from agentrl.rewards.gradertemplate import Template
 from agentrl.rewards.judge import chat_sync
+from agentrl.rewards.judgereply import first_reading
 from agentrl.rewards.errors import RewardConfigError
 
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 ENDPOINT_BACKOFF_BASE, ENDPOINT_BACKOFF_CAP = 0.4, 5.0  # seconds: retry n waits uniform(0, min(5, 0.4 * 2**(n-1)))
 _SAMPLING = ("temperature", "max_tokens", "max_completions_tokens", "top_p", "seed", "reasoning_effort")
 
 
 def reply_number(text: str) -> float | None:
-    """The score in a judge's reply: a JSON ``result``/``score``, else the last number; None if it has none."""
-    text = (text or "").strip()
-    for m in reversed(list(re.finditer(r"\{[^{}]*\}", text))):
-        try:
-            obj = json.loads(m.group(0))
-        except ValueError:
-            continue
-        for key in ("result", "score", "grade"):
-            value = obj.get(key) if isinstance(obj, dict) else None
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                return float(value)
-    numbers = _NUMBER.findall(text)
-    return float(numbers[-1]) if numbers else None
+    """The score in a judge's reply as the judge wrote it (the grader's ``range`` scales it): the most explicit
+    reading of :mod:`agentrl.rewards.judgereply` (a JSON ``score``/``result``/``grade``, "Score: N", "N/M",
+    a bare number), else the last number in the text; None if it has none."""
+    reading = first_reading(text)
+    return reading.value if reading else None
 
 
 class _ModelGrader(Grader):
