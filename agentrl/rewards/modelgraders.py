@@ -8,8 +8,9 @@
     {"type": "endpoint", "url": "http://127.0.0.1:9000/grade", "headers": {"Authorization": "Bearer ${GRADER_TOKEN}"}}
 
 A model grader may name ``api_base`` (a local OpenAI-compatible server) and ``api_key_env`` (read when loaded; a
-missing variable is an error then). The judge's reply is read as a number (``{"result": x}``, ``{"score": x}``,
-or the last number) in ``range``. An endpoint receives ``{"sample", "item", "rollout_id"}`` and answers
+missing variable is an error then). The judge's reply is read as a number in ``range`` by
+:mod:`agentrl.rewards.judgereply` (``{"result": x}``, ``{"score": x}``, "Score: x", "x/10", a bare number,
+else the last number). An endpoint receives ``{"sample", "item", "rollout_id"}`` and answers
 ``{"score": x}`` (or ``"reward"``); 5xx and connection errors are retried 3 times, then the rollout is unscorable.
 """
 
