@@ -205,7 +205,7 @@ def fill(records: Sequence[Any], method: str = "episode", **options: Any) -> Non
     turns = []
     for r in trained:
         bad = {int(k) for k in (get(r, "turn_unscorable") or {})}
-        values = list(get(r, "turn_rewards") or [None] * len(get(r, "trajectory") or []))
+        values = list(get(r, "turn_rewards") or [None] * len(get(r, "trajectories") or []))
         turns.append([math.nan if k in bad else v for k, v in enumerate(values)])
     groups = [(get(r, "step"), get(r, "group") or get(r, "prompt_id")) for r in trained]
     for r, adv in zip(trained, advantages(method, [get(r, "reward") for r in trained], turns, groups, **options)):

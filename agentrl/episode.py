@@ -2,7 +2,7 @@
 
     episode = Episode(WorkerState(spec), policy)       # policy: the model side (see Policy)
     record = await episode.run(row, {"temperature": 1.0})
-    record.reward, record.trajectory, record.stop_reason
+    record.reward, record.trajectories, record.stop_reason
 
 One sample, start to end:
 1. the row (``agentrl.dataset.loop_record``: messages, metadata, id, source, split, fields) becomes the
@@ -34,7 +34,7 @@ from typing import Any, NamedTuple, Optional, Protocol
 
 from agentrl import families
 from agentrl.callcheck import json_arguments
-from agentrl.record import RolloutRecord
+from agentrl.record import RolloutRecord, StopReason
 from agentrl.rundir import RunDir
 from agentrl.trajectory import make_item, make_sample, make_step, unwrap
 
@@ -102,7 +102,7 @@ class _Progress:
     tool_calls: int = 0
     ids_given: int = 0  # template-shaped tool-call ids handed out (calls run, refused, not parsed)
     user_turns: int = 0
-    stop_reason: str = "answered"
+    stop_reason: StopReason = StopReason.ANSWERED
     tool_seconds: float = 0.0
 
 
@@ -129,7 +129,7 @@ class Episode:
             async with session_cm as session:
                 await self._converse(st, session, hub is not None, item, sampling_params)
         except GenerationAborted as exc:  # the model server gave up on it: the answer is not the model's whole answer
-            unscorable, st.stop_reason = f"model: {exc.args[0]}", "aborted"
+            unscorable, st.stop_reason = f"model: {exc.args[0]}", StopReason.ABORTED
             if len(exc.args) > 1:
                 st.steps.append(make_step(exc.args[1]))
         except Exception as exc:  # infrastructure failure: unscorable, never 0
@@ -137,7 +137,7 @@ class Episode:
 
             if not isinstance(exc, ToolInfraError):
                 raise
-            unscorable, st.stop_reason = f"tools: {exc}", "tool_infra_error"
+            unscorable, st.stop_reason = f"tools: {exc}", StopReason.TOOL_INFRA_ERROR
 
         steps = st.steps or [make_step("")]
         messages = st.messages
@@ -162,7 +162,7 @@ class Episode:
             rollout_id=rollout_id, prompt_id=item.id, source=item.get("source"),
             step=int(trainer_step) if trainer_step is not None else version,
             validation=row.get("split") == "val", policy_version=version, group=group,
-            messages=messages, trajectory=unwrap(steps), tool_calls=st.tool_calls, user_turns=st.user_turns,
+            messages=messages, trajectories=steps, tool_calls=st.tool_calls, user_turns=st.user_turns,
             reward=score, components=components, passed=passed, unscorable=unscorable,
             reward_version=self.state.rewards.version, stop_reason=st.stop_reason,
             turn_rewards=turn_rewards, turn_unscorable=turn_unscorable,
@@ -201,7 +201,7 @@ class Episode:
         for turn in range(self.agent.max_turns):
             room = self.policy.room()
             if room <= 0:
-                st.stop_reason = "response_budget"
+                st.stop_reason = StopReason.RESPONSE_BUDGET
                 return
             said = read_turn(self.family, await self.policy.generate(sampling_params, room),
                              getattr(self.policy, "special_tokens", ()))
@@ -238,16 +238,16 @@ class Episode:
             step["tool_results"] = results
             # the declared calls are the answer; with nothing served, so is any call of a row that declares tools
             if declared and step["tool_calls"] and (not has_tools or any(c["name"] in declared for c in step["tool_calls"])):
-                st.stop_reason = "declared_call"
+                st.stop_reason = StopReason.DECLARED_CALL
                 return
             if turn == self.agent.max_turns - 1:
-                st.stop_reason = "turn_budget"
+                st.stop_reason = StopReason.TURN_BUDGET
                 return
             tool_messages = [{"role": "tool", "content": r["content"], "tool_call_id": r["id"], "name": r["name"]}
                              for r in results]
             if not await self._append(st, tool_messages, schemas):
                 return
-        st.stop_reason = "turn_budget"
+        st.stop_reason = StopReason.TURN_BUDGET
 
     async def _run_tools(self, st: _Progress, step: dict, assistant: dict, calls: list, session: Any,
                          has_tools: bool, unparsed: list[dict], declared: dict | None = None) -> list[dict]:
@@ -305,7 +305,7 @@ class Episode:
         previous = list(st.messages)
         st.messages.extend(new_messages)
         if not await self.policy.extend(previous, st.messages, schemas):
-            st.stop_reason = "response_budget"
+            st.stop_reason = StopReason.RESPONSE_BUDGET
             return False
         return True
 

@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from agentrl.errors import AgentrlError
-from agentrl.record import RolloutRecord
+from agentrl.record import RolloutRecord, StopReason
 from agentrl.rundir import RunDir
-from agentrl.trajectory import make_item, make_sample, make_step, unwrap
+from agentrl.trajectory import make_item, make_sample, make_step
 
 
 class ProgramError(AgentrlError):
@@ -157,18 +157,18 @@ async def play(state: Any, rollout: Any, run: Callable, row: dict, *, trainer_st
     rollout_id = f"r-{uuid.uuid4().hex[:16]}"
     unscorable: Optional[str] = None
     returned: Any = None
-    stop_reason = "answered"
+    stop_reason = StopReason.ANSWERED
     with shared_server().rollout(rollout) as (base_url, api_key):
         try:
             returned = await asyncio.wait_for(run(dict(row), base_url, api_key), timeout)
         except asyncio.TimeoutError:
-            unscorable, stop_reason = f"agent: run() did not return within {timeout} s", "aborted"
+            unscorable, stop_reason = f"agent: run() did not return within {timeout} s", StopReason.ABORTED
         except Exception as exc:  # the user's agent failed: could not score, never 0
-            unscorable, stop_reason = f"agent: {type(exc).__name__}: {exc}", "aborted"
+            unscorable, stop_reason = f"agent: {type(exc).__name__}: {exc}", StopReason.ABORTED
     if getattr(rollout, "aborted", None):
-        unscorable, stop_reason = f"model: {rollout.aborted}", "aborted"
-    elif getattr(rollout, "out_of_room", False) and stop_reason == "answered":
-        stop_reason = "response_budget"
+        unscorable, stop_reason = f"model: {rollout.aborted}", StopReason.ABORTED
+    elif getattr(rollout, "out_of_room", False) and stop_reason is StopReason.ANSWERED:
+        stop_reason = StopReason.RESPONSE_BUDGET
     steps = trajectory(rollout.turns, rollout.last_messages) or [make_step("")]
     messages = [dict(m) for m in rollout.last_messages]
     if rollout.turns:
@@ -194,7 +194,7 @@ async def play(state: Any, rollout: Any, run: Callable, row: dict, *, trainer_st
         rollout_id=rollout_id, prompt_id=item.id, source=item.get("source"),
         step=int(trainer_step) if trainer_step is not None else version,
         validation=row.get("split") == "val", policy_version=version, group=group,
-        messages=messages, trajectory=unwrap(steps), tool_calls=tool_calls,
+        messages=messages, trajectories=steps, tool_calls=tool_calls,
         reward=score, components=components, passed=passed, unscorable=unscorable, stop_reason=stop_reason,
         response_tokens=rollout.response_tokens(), started_at=round(wall_started, 3), finished_at=round(time.time(), 3),
         seconds=round(time.perf_counter() - started, 4), model_seconds=round(rollout.model_seconds, 4),

@@ -1,7 +1,7 @@
 """One rollout, as ``rollouts.jsonl`` keeps it: the record the episode returns and every reader shares.
 
     record = await Episode(state, policy).run(row, sampling_params)     # agentrl.episode
-    record.reward, record.components, record.unscorable, record.trajectory
+    record.reward, record.components, record.unscorable, record.trajectories[0].tool_calls[0].name
     record.to_dict()                          # one line of rollouts.jsonl (the JSON keys below)
     agentrl.rolloutfile.decode(line)          # back again, typed; keys a file lacks take their defaults
 
@@ -15,10 +15,12 @@ score" is never 0. ``turn_rewards`` has one entry per assistant turn (None: no t
 ``turn_advantages`` is what :func:`agentrl.credit.advantages` gives each turn once its group is complete
 (:func:`agentrl.credit.fill`, as ``agentrl inspect`` and the job page do).
 
-Read back, a line is decoded once, by :mod:`agentrl.rolloutfile` (msgspec): the same record, with each turn a
-:class:`Turn` (``response``, ``tool_calls`` as :class:`Call`, ``tool_results`` as :class:`CallResult`) and
-``stop_reason`` a :class:`StopReason`; the episode writes its steps as attribute-dicts with the same keys, so
-``turn.tool_calls[0].name`` reads either.
+Every record holds typed turns, whoever builds it: ``trajectories`` is a list of :class:`Turn` (``response``,
+``tool_calls`` as :class:`Call`, ``tool_results`` as :class:`CallResult`) and ``stop_reason`` a
+:class:`StopReason`; a writer may hand over the step dicts a reward saw (``sample.trajectories``, the same
+name and keys) and the record types them. Read back, a line is decoded once, by :mod:`agentrl.rolloutfile`
+(msgspec), into the same record. Files written before the list was named ``trajectories`` (their key was
+``trajectory``) read the same.
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ class RolloutRecord:
     drawn_step: Any = None  # off-policy runs: the step the prompt was drawn for (step: the one that trained it)
     staleness: Optional[int] = None  # off-policy runs: step - 1 - policy_version, updates between generating and training
     messages: list = field(default_factory=list)  # the whole conversation, prompt included
-    trajectory: list = field(default_factory=list)  # one {response, tool_calls, tool_results} per assistant turn
+    trajectories: list[Turn] = field(default_factory=list)  # one Turn per assistant turn, as sample.trajectories
     tool_calls: int = 0
     user_turns: int = 0
     reward: Optional[float] = None
@@ -105,7 +107,7 @@ class RolloutRecord:
     turn_unscorable: dict = field(default_factory=dict)  # turn index (from 0, as a string) -> why it could not be scored
     turn_advantages: Optional[list] = None  # one per assistant turn, filled where the whole group is known (agentrl.credit)
     reward_version: Optional[str] = None  # the reward set's version that gave reward/components (agentrl.rewards.versions)
-    stop_reason: str = "answered"  # a StopReason's value (read back: the StopReason)
+    stop_reason: StopReason = StopReason.ANSWERED  # a writer may give its value ("answered", ...)
     response_tokens: int = 0
     started_at: float = 0.0  # wall clock, seconds since the epoch
     finished_at: float = 0.0
@@ -114,20 +116,36 @@ class RolloutRecord:
     tool_seconds: float = 0.0
     reward_seconds: float = 0.0
 
+    def __post_init__(self) -> None:
+        self.trajectories = as_turns(self.trajectories)
+        if not isinstance(self.stop_reason, StopReason):
+            self.stop_reason = StopReason(self.stop_reason)
+
     def to_dict(self) -> dict[str, Any]:
-        """The line's JSON object (shallow: messages and the episode's steps are the record's own; a record read
-        back, whose turns are :class:`Turn`, gives them as the dicts they were read from)."""
+        """The line's JSON object (shallow: messages are the record's own; each turn as the dict a reward saw,
+        its keys that hold nothing left out)."""
         out = {name: getattr(self, name) for name in KEYS}
-        if any(isinstance(t, msgspec.Struct) for t in self.trajectory):
-            out["trajectory"] = [{k: v for k, v in msgspec.to_builtins(t).items() if v is not None}
-                                 if isinstance(t, msgspec.Struct) else t for t in self.trajectory]
+        out["trajectories"] = [{k: v for k, v in msgspec.to_builtins(t, enc_hook=str).items() if v is not None}
+                               for t in self.trajectories]
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RolloutRecord":
         """A line of rollouts.jsonl (keys it lacks take their defaults; keys this agentrl does not know are
-        dropped)."""
-        return cls(**{k: v for k, v in data.items() if k in _KEY_SET})
+        dropped; an older line's ``trajectory`` is its ``trajectories``)."""
+        values = {k: v for k, v in data.items() if k in _KEY_SET}
+        if "trajectories" not in values and data.get(OLD_TRAJECTORIES) is not None:
+            values["trajectories"] = data[OLD_TRAJECTORIES]
+        return cls(**values)
+
+
+OLD_TRAJECTORIES = "trajectory"  # the key rollouts.jsonl and eval files gave the turns until November 2026
+
+
+def as_turns(steps: Any) -> list[Turn]:
+    """Turns from what a writer holds: :class:`Turn` as they are, step dicts (``sample.trajectories``'s, an
+    older file's) typed; None is no turns."""
+    return [t if isinstance(t, Turn) else msgspec.convert(t, Turn) for t in steps or []]
 
 
 KEYS: tuple[str, ...] = tuple(f.name for f in fields(RolloutRecord))
@@ -154,8 +172,14 @@ class RolloutSummary(msgspec.Struct):
     prompt_id: Any = None
     rollout_id: Any = None
     stop_reason: Any = None
-    trajectory: Optional[list[_Step]] = None
+    trajectories: Optional[list[_Step]] = None
+    trajectory: Optional[list[_Step]] = None  # an older file's name for trajectories (OLD_TRAJECTORIES)
     seconds: Any = None
     model_seconds: Any = None
     tool_seconds: Any = None
     reward_seconds: Any = None
+
+    @property
+    def turns(self) -> list[_Step]:
+        """The turns, under either name a file gave them."""
+        return self.trajectories or self.trajectory or []

@@ -269,7 +269,7 @@ def rescore(run_dir: str, config_path: str, out_dir: str, *, overrides: list[str
                                    f"{rec.source!r}", version)
         item = make_item(row["messages"], row.get("metadata"), **row.get("fields", {}), id=row["id"],
                          source=row.get("source"))
-        steps = rec.to_dict()["trajectory"] or [{"response": ""}]  # the rewards take the steps as the episode gave them
+        steps = rec.to_dict()["trajectories"] or [{"response": ""}]  # the rewards take the steps as the episode gave them
         sample = make_sample(rec.rollout_id, steps, messages=rec.messages, reasoning=steps[-1].get("reasoning", ""))
         result = await rewards.ascore(sample, item)
         return _side(result.score, result.components, result.unscorable, version)

@@ -2,7 +2,7 @@
 
     for record in read_records(RunDir(run).rollouts):     # RolloutRecord, a line at a time
         record.reward, record.stop_reason is StopReason.ANSWERED
-        record.trajectory[0].tool_calls[0].name            # Turn and Call, not dicts
+        record.trajectories[0].tool_calls[0].name          # Turn and Call, not dicts
     records, offset = read_new(path, offset)               # complete lines past a byte offset (a file being written)
     key = line_key(raw_line)                               # step, validation, group, drawn_step: nothing else built
     summary = decode_summary(raw_line)                     # what the job page's index files a rollout by
@@ -12,7 +12,8 @@ A line decodes into :class:`agentrl.record.RolloutRecord` with typed turns and c
 a key a line lacks (an older file: no ``group``, ``drawn_step``, ``turn_rewards``, ``reward_version`` ...) takes
 its default (a timing it lacks, :data:`UNMEASURED`, is None: not measured, never 0), a key this agentrl does not
 know is skipped, and so is a line that is not a JSON object (a line cut
-short when a run died). :func:`line_key` decodes the few fields that file rollouts by (the step and validation
+short when a run died); an older line's ``trajectory`` key (:data:`agentrl.record.OLD_TRAJECTORIES`) reads as
+``trajectories``. :func:`line_key` decodes the few fields that file rollouts by (the step and validation
 flag of ``rewind``, the off-policy ``group``) and skips the rest of the line unbuilt, whatever the key order or
 spacing, which is what the byte patterns it replaces depended on.
 """
@@ -25,7 +26,7 @@ from typing import Any, Iterator, Optional
 
 import msgspec
 
-from agentrl.record import Call, CallResult, RolloutRecord, RolloutSummary, StopReason, Turn
+from agentrl.record import OLD_TRAJECTORIES, Call, CallResult, RolloutRecord, RolloutSummary, StopReason, Turn
 from agentrl.runlog import read_lines
 
 __all__ = ["Call", "CallResult", "LineKey", "StopReason", "Turn", "decode", "decode_summary", "from_builtins",
@@ -33,7 +34,7 @@ __all__ = ["Call", "CallResult", "LineKey", "StopReason", "Turn", "decode", "dec
 
 # timings an older line lacks were not measured: they read as None, never as a measured 0
 UNMEASURED = ("started_at", "finished_at", "seconds", "model_seconds", "tool_seconds", "reward_seconds")
-_TYPED = {"trajectory": Optional[list[Turn]], "stop_reason": Optional[str]}
+_TYPED = {"trajectories": Optional[list[Turn]], "stop_reason": Optional[str]}
 
 
 def _fields_with_defaults() -> list[tuple[str, Any, Any]]:
@@ -49,7 +50,7 @@ def _fields_with_defaults() -> list[tuple[str, Any, Any]]:
         if f.name in UNMEASURED:
             default = None
         spec.append((f.name, _TYPED.get(f.name, Any), default))
-    return spec
+    return spec + [(OLD_TRAJECTORIES, Optional[list[Turn]], None)]
 
 
 _Line = msgspec.defstruct("RolloutLine", _fields_with_defaults())
@@ -80,7 +81,8 @@ def decode(line: bytes | str) -> RolloutRecord | None:
     except msgspec.DecodeError:  # not JSON (a line cut short)
         return None
     values = msgspec.structs.asdict(raw)
-    values["trajectory"] = values["trajectory"] or []
+    old = values.pop(OLD_TRAJECTORIES)
+    values["trajectories"] = values["trajectories"] or old or []
     reason = values["stop_reason"]
     values["stop_reason"] = StopReason.ANSWERED if reason is None else StopReason(reason)
     return RolloutRecord(**values)
@@ -113,7 +115,7 @@ def _lenient(line: bytes | str) -> Any:
     if not isinstance(data, dict):
         return None
     turns = []
-    for turn in data.get("trajectory") or []:
+    for turn in data.get("trajectories") or data.get(OLD_TRAJECTORIES) or []:
         if not isinstance(turn, dict):
             continue
         turn = {**turn, **{k: [x for x in turn.get(k) or [] if isinstance(x, dict)] for k in ("tool_calls", "tool_results")}}
@@ -121,14 +123,14 @@ def _lenient(line: bytes | str) -> Any:
             turns.append(msgspec.convert(turn, Turn))
         except msgspec.ValidationError:
             turns.append(Turn(response=turn.get("response")))
-    data["trajectory"] = None
+    data["trajectories"] = data[OLD_TRAJECTORIES] = None
     if not isinstance(data.get("stop_reason"), (str, type(None))):
         data["stop_reason"] = str(data["stop_reason"])
     try:
         raw = msgspec.convert(data, _Line)
     except msgspec.ValidationError:
         return None
-    raw.trajectory = turns
+    raw.trajectories = turns
     return raw
 
 

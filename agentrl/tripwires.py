@@ -73,7 +73,7 @@ def final_answer(rollout: RolloutRecord) -> str:
     """A rollout's last response, folded (case, spacing) so that the same answer compares equal. A rollout that
     ended on calls to declared tools (BFCL's rows, OpenAI function-calling rows) answered with those calls: they
     are its answer, after whatever text came with them."""
-    steps = rollout.trajectory or []
+    steps = rollout.trajectories or []
     text = (steps[-1].response if steps else "") or ""
     if steps and str(getattr(rollout.stop_reason, "value", rollout.stop_reason)) == "declared_call":
         text = f"{text} " + json.dumps([[c.name, c.arguments] for c in steps[-1].tool_calls], sort_keys=True,
@@ -82,7 +82,7 @@ def final_answer(rollout: RolloutRecord) -> str:
 
 
 def _tools(rollout: RolloutRecord) -> list[str]:
-    return [str(c.name) for s in rollout.trajectory or [] for c in s.tool_calls]
+    return [str(c.name) for s in rollout.trajectories or [] for c in s.tool_calls]
 
 
 def _mean(values: list[float]) -> float | None:

@@ -175,7 +175,7 @@ def runlog_rate(run_dir: Path, n: int = 2000) -> float:
 
     run_dir.mkdir(parents=True, exist_ok=True)
     record = {"rollout_id": "r", "prompt_id": "p", "step": 1, "messages": row(0)["messages"] * 8,
-              "trajectory": [{"response": "x" * 200, "tool_calls": [], "tool_results": []}] * 4,
+              "trajectories": [{"response": "x" * 200, "tool_calls": [], "tool_results": []}] * 4,
               "reward": 1.0, "components": {"math": 1.0}, "unscorable": None}
     started = time.perf_counter()
     for _ in range(n):

@@ -57,7 +57,7 @@ def synthetic_run(run: Path, n: int) -> None:
             record = RolloutRecord(
                 rollout_id=f"r-{i:08d}", prompt_id=row["id"], source=row["source"], step=1 + i // 64, group=f"g{i // 8}",
                 messages=[*row["messages"], {"role": "assistant", "content": f"The answer is {answer}."}],
-                trajectory=[{"response": "", "tool_calls": [call], "tool_results": [{"id": "c0", "content": gold}]},
+                trajectories=[{"response": "", "tool_calls": [call], "tool_results": [{"id": "c0", "content": gold}]},
                             {"response": f"The answer is {answer}.", "tool_calls": [], "tool_results": []}],
                 tool_calls=1, reward=1.0 if i % 3 else 1 / 3, components={"math": float(bool(i % 3)), "tool_use": 1.0},
                 reward_version="rv-synthetic", response_tokens=24)

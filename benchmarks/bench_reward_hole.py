@@ -124,7 +124,7 @@ def write_fixture(run_dir: Path, out: Path) -> int:
     for r in read_records(run_dir / "rollouts.jsonl"):
         if r.validation:
             continue
-        steps = r.trajectory
+        steps = r.trajectories
         lines.append({"rollout": {
             "rollout_id": r.rollout_id, "prompt_id": r.prompt_id, "step": r.step,
             "reward": r.reward, "components": r.components, "unscorable": r.unscorable,

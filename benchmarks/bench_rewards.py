@@ -51,10 +51,10 @@ def load_pairs(path: Path, split: str | None = None) -> list[dict]:
 
 def _workers_cpu() -> dict[int, float]:
     """CPU seconds used so far by each idle symbolic worker process of the math preset (Linux /proc)."""
-    from agentrl.rewards import mathcheck
+    from agentrl.rewards import mathsymbolic
 
     out = {}
-    for proc in list(mathcheck._POOL._free) if mathcheck._POOL else []:
+    for proc in list(mathsymbolic._POOL._free) if mathsymbolic._POOL else []:
         try:
             fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
             out[proc.pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -17,15 +17,14 @@ import hashlib
 import json
 import marshal
 import os
-import signal
 import socket
 import sys
 import time
 
-from . import cgroup, harden, seccomp
+from . import cgroup, harden
 from . import template as template_mod
 from .factory import Factory
-from .netproxy import start_proxy
+from .isolation import enter
 from .protocol import encode, read_msg, write_all
 from .tplhandle import TemplateHandle, memfd as _memfd
 from .view import FileView
@@ -61,88 +60,7 @@ class Zygote:
 
     # ------------------------------------------------------------ setup
     def setup(self) -> None:
-        is_root = os.geteuid() == 0
-        self.off = harden.bench_off()
-        # Network graders get a namespace of their own too; their only way out is the proxy (netproxy.py),
-        # which stays in the host's namespace and refuses the host's own and private addresses.
-        proxy = start_proxy(self.uid if is_root else None, close=self.host_fds) if self.network and is_root else None
-        flags = harden.CLONE_NEWNS | harden.CLONE_NEWIPC | harden.CLONE_NEWUTS | harden.CLONE_NEWNET
-        try:
-            harden.unshare(flags)
-            self.note("mount_ns", True, "private mount namespace: scratch on a size-capped tmpfs, home directories hidden")
-            if proxy is not None:
-                port = proxy.serve_inside()
-                url = f"http://127.0.0.1:{port}"
-                self.call_env = {"HTTP_PROXY": url, "HTTPS_PROXY": url, "http_proxy": url, "https_proxy": url}
-                self.note("net_ns", True, f"own network namespace; the only way out is an HTTP(S) proxy ({url}) that "
-                          "refuses the host's own, loopback and private addresses")
-            else:
-                self.note("net_ns", True, "empty network namespace (no interfaces up)")
-            self.note("ipc_uts_ns", True, "private IPC and UTS namespaces")
-            self._no_time_wait()
-            self.fs.noatime = "noatime" not in self.off
-            self.fs.mount()
-            self.note("noatime", self.fs.noatime, "every mount calls see records no access times: a read leaves no "
-                      "trace for a later call's stat()" if self.fs.noatime else "switched off (AGENTRL_SANDBOX_BENCH_OFF)")
-        except OSError as e:
-            if proxy is not None:
-                os.kill(proxy.pid, signal.SIGKILL)
-            for key in ("mount_ns", "net_ns", "ipc_uts_ns", "noatime"):
-                self.note(key, False, f"{e} (needs root or CAP_SYS_ADMIN)")
-        pidns_error = None
-        try:
-            self.pidns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
-            harden.unshare(harden.CLONE_NEWPID)
-            harden.setns(self.pidns_fd, harden.CLONE_NEWPID)
-            self.note("pid_ns", True, "calls run under a template that is pid 1 of its own pid namespace: it kills "
-                      "every process a call started before it reports")
-        except OSError as e:
-            self.pidns_fd = None
-            pidns_error = e
-        if self.pidns_fd is None or not is_root:
-            self.note("pid_reset", False, "no pid namespace of its own: a call can learn how many processes earlier "
-                      "calls started from its own pid")
-        else:
-            self.pid_reset = "pid_reset" not in self.off and harden.has_capability(harden.CAP_CHECKPOINT_RESTORE)
-            self.note("pid_reset", self.pid_reset, "each call starts at the same pid: its template rewinds its pid "
-                      "namespace's counter (ns_last_pid) before forking it" if self.pid_reset else
-                      "switched off (AGENTRL_SANDBOX_BENCH_OFF)" if "pid_reset" in self.off else
-                      "no CAP_CHECKPOINT_RESTORE: a call can learn how many processes earlier calls started")
-        self.fs.abi = abi = harden.landlock_abi()
-        self.note("landlock_fs", abi >= 1, f"Landlock ABI {abi}: read only the interpreter, libraries and "
-                  "declared paths; write only the scratch dir" if abi else "kernel has no Landlock")
-        self.note("landlock_net", abi >= 4 and not self.network, f"Landlock ABI {abi} TCP bind/connect denied"
-                  if abi >= 4 and not self.network else "not applied (network requested or ABI < 4)")
-        self.note("landlock_scope", abi >= 6, "signals and abstract unix sockets scoped to the sandbox"
-                  if abi >= 6 else f"needs Landlock ABI 6, have {abi}")
-        if harden.X86_64:  # the C loop waits without a pidfd: its template's own filter denies pidfd_open
-            self.seccomp, self.child_seccomp = seccomp.filters(network=self.network, off=self.off, note=self.note,
-                                                               c_loop=template_mod.fast_path() == "C")
-        else:
-            self.note("seccomp", False, "filter only written for x86_64")
-        self.note("uid_drop", is_root, f"per-slot uids, no supplementary groups, no capabilities: calls run as "
-                  f"{self.call_uid}, their template as {self.uid}" if is_root else
-                  "not root: cannot switch to a per-slot uid (RLIMIT_NPROC shared with the host user)")
-        self.note("rlimits", True, "CPU, address space, file size, processes, open files, core=0")
-        self.cg_base, why = cgroup.find_base()
-        if self.cg_base is not None:
-            cgroup.sweep(self.cg_base)
-        self.note("cgroups", self.cg_base is not None, "a memory cgroup (v1) per template: all of a call's processes "
-                  "together get memory_mb (RLIMIT_AS bounds each one too)" if self.cg_base is not None else
-                  f"not used ({why}): RLIMIT_AS bounds each process, so a call with n processes can use n x memory_mb")
-        if pidns_error is not None:
-            how = ("killed by the template's memory cgroup" if self.cg_base is not None else
-                   f"killed by the slot uid ({self.call_uid})" if is_root else
-                   "NOT killed if they leave the call's process group (setsid)")
-            self.note("pid_ns", False, f"{pidns_error}; processes a call leaves running are {how} after it ends")
-        loop = template_mod.fast_path()
-        self.note("fork_loop", True, "per-call loop of the templates in C (_forkserver)" if loop == "C" else
-                  "per-call loop of the templates in Python (the _forkserver extension is not built or is "
-                  "switched off by AGENTRL_SANDBOX_FORKSERVER=python): same isolation, fewer calls per second")
-        self.note("env_empty", True, "child environment holds only the declared variables (+HOME/TMPDIR=scratch)")
-        if self.off:
-            self.note("bench_off", False, "measures switched off by AGENTRL_SANDBOX_BENCH_OFF (for benchmarks only): "
-                      + ", ".join(self.off))
+        enter(self)  # namespaces, mounts, Landlock, seccomp, uids, cgroups: each measured into the report
         from .policy import preimport
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
         self.preimported = preimport(self.kind == "grader_heavy") if self.kind.startswith("grader") else []
@@ -176,22 +94,6 @@ class Zygote:
                           scratch=self.fs.scratch, seccomp=self.seccomp, env=self.call_env,
                           pidns=self.pidns_fd is not None, pid_reset=self.pid_reset,
                           child_seccomp=self.child_seccomp)
-
-    def _no_time_wait(self) -> None:
-        """In this worker's fresh network namespace: keep no TCP connection in TIME_WAIT (or an orphaned
-        FIN_WAIT2) after it closes. Such a port outlives the call that used it, and a later call probing ports
-        with bind() would read which ones an earlier call connected from."""
-        if "time_wait" in self.off:
-            self.note("time_wait", False, "switched off (AGENTRL_SANDBOX_BENCH_OFF)")
-            return
-        try:
-            with open("/proc/sys/net/ipv4/tcp_max_tw_buckets", "w") as f:
-                f.write("0")
-            self.note("time_wait", True, "tcp_max_tw_buckets=0 in the worker's network namespace: no closed "
-                      "connection keeps its port for a later call to find")
-        except OSError as e:
-            self.note("time_wait", not self.network, f"cannot set tcp_max_tw_buckets: {e}" +
-                      ("" if self.network else " (no TCP here anyway)"))
 
     def _start_template(self, read_paths: tuple[str, ...]) -> "TemplateHandle":
         self.fs.fresh_scratch()

@@ -3,7 +3,7 @@
 Run as ``python -m agentrl.rewards._mathworker``; reads one JSON request per line on stdin
 (``{"gold": ..., "pred": ..., "numeric": false}``) and writes ``{"value": ...}`` or ``{"error": "..."}``
 per line: ``value`` is whether they are equal, or with ``numeric`` the gold's decimal value (or null).
-It lives in its own process so a simplify that never ends can be killed (see mathcheck.SymbolicPool).
+It lives in its own process so a simplify that never ends can be killed (see mathsymbolic.SymbolicPool).
 """
 
 from __future__ import annotations

@@ -24,351 +24,36 @@ process. Deliberate differences, so that wrong code never passes: APPS's order-i
 output tokens and open-r1's comparison of only as many lines as both outputs have are not copied.
 A string is only ever run as a test when it parses as Python test code (an assert or a call): JSON text is read
 as JSON. A row whose test fields match no layout raises ``TestLayoutError`` naming the known ones.
+
+This module reads the layouts; the tests it builds are :mod:`agentrl.rewards.codetests`'s (with each harness's
+imports; those of Python test code :mod:`agentrl.rewards.codepytests`'s), the comparisons they name
+:mod:`agentrl.rewards.codecompare`'s.
 """
 
 from __future__ import annotations
 
-import ast
 import base64
-import functools
-import importlib
 import io
 import json
-import math
 import pickle
 import re
 import zlib
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from typing import Any, Callable
 
+# the comparisons and the test builders, where users have imported them from since before the split
+from agentrl.rewards.codecompare import stdout_apps, stdout_decimal, stdout_lines, value_equal, value_equal_apps
+from agentrl.rewards.codetests import (APPS_PRELUDE, RLLM_PRELUDE, STAR_PRELUDE, VERL_PRELUDE, Suite, TestLayoutError,
+                                       assert_test, call_test, json_field, stdio_test, strings_field)
+from agentrl.rewards.codepytests import PYTEST_FILE, humaneval, leetcode, pytest_file
 
-class TestLayoutError(ValueError):
-    """A row's tests cannot be read: the message says which field, what is wrong, and the known layouts."""
-
-    __test__ = False  # not a pytest test class
-
-
-@dataclass
-class Suite:
-    layout: str
-    tests: list[dict]  # sandbox tests: {"type": "assert", "code"} / {"type": "stdio", ...}, each maybe with "equal"
-    prelude: str = ""  # what the layout's harness puts before the code (its imports)
-    setup: str = ""  # what it runs after the code, in the code's process (MBPP's test_setup_code)
-    timeout: float = 5.0  # seconds per test
-
-    def program(self, code: str) -> str:
-        """The code as the harness runs it. A `from __future__` import of the code stays first; after the
-        code come the harness's setup and, for call-based tests, the entry each test calls."""
-        entries = "".join(_entry(fn) for fn in sorted({t["entry"] for t in self.tests if t.get("entry")}))
-        if not self.prelude and not self.setup and not entries:
-            return code
-        future = [line for line in code.splitlines() if _FUTURE.match(line)]
-        body = "\n".join(line for line in code.splitlines() if not _FUTURE.match(line)) if future else code
-        return "\n".join([*future, _needed(self.prelude, code), body, self.setup, entries])
-
-
-_FUTURE = re.compile(r"^from\s+__future__\s+import\b")
-_WORD = re.compile(r"[A-Za-z_]\w*")
-
-
-@functools.lru_cache(maxsize=32)
-def _bindings(prelude: str) -> tuple[tuple[str, frozenset[str] | None], ...] | None:
-    """Each line of a harness's imports with the names it binds (a star import: the module's public names);
-    None for a prelude that is not one statement a line (a HumanEval prompt's helpers: kept whole)."""
-    out = []
-    for line in prelude.splitlines():
-        try:
-            node = ast.parse(line).body[0] if line.strip() else None
-        except SyntaxError:
-            return None
-        if isinstance(node, ast.Import):
-            names = {(a.asname or a.name).split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.names[0].name == "*" and node.module in _STAR:
-            module = importlib.import_module(node.module)  # the standard library's modules only, here
-            names = set(getattr(module, "__all__", None) or [n for n in dir(module) if not n.startswith("_")])
-        elif isinstance(node, ast.ImportFrom) and node.names[0].name == "*":
-            names = None
-        elif isinstance(node, ast.ImportFrom):
-            names = {a.asname or a.name for a in node.names}
-        else:
-            names = None  # a statement (sys.setrecursionlimit): always kept
-        out.append((line, frozenset(names) if names is not None else None))
-    return tuple(out)
-
-
-def _needed(prelude: str, code: str) -> str:
-    """The harness's import lines that bind a name the code (or a kept statement) mentions. A line binding no
-    name of the code cannot change what it does, and each import costs time in every test's process (the
-    star imports of LiveCodeBench's harness about 25 ms, numpy 100 ms and more)."""
-    lines = _bindings(prelude)
-    if lines is None:
-        return prelude
-    words = set(_WORD.findall(code))
-    for line, names in lines:
-        if names is None:
-            words |= set(_WORD.findall(line))
-    return "\n".join(line for line, names in lines if names is None or names & words)
-
-
-# ---------------------------------------------------------------- the imports each harness gives the code
-_STAR = ("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random", "statistics",
-         "itertools", "functools", "operator", "io", "sys", "json", "builtins", "typing")
-# LiveCodeBench, verl prime_code and sandbox_fusion: every name of these modules, and the modules
-STAR_PRELUDE = "\n".join([f"from {m} import *" for m in _STAR] + [f"import {m}" for m in _STAR])
-VERL_PRELUDE = STAR_PRELUDE + "\nsys.setrecursionlimit(6 * 10**5)"
-# APPS / TACO testing_util
-APPS_PRELUDE = """import sys
-import time
-import itertools
-from itertools import accumulate, product, permutations, combinations
-import collections
-from collections import Counter, OrderedDict, deque, defaultdict, ChainMap
-from functools import lru_cache
-import math
-from math import sqrt, sin, cos, tan, ceil, fabs, floor, gcd, exp, log, log2
-import fractions
-from typing import List, Tuple
-import random
-import heapq
-from heapq import *
-import numpy as np
-"""
-# rLLM's code reward (DeepCoder)
-RLLM_PRELUDE = """from itertools import accumulate, chain, combinations, count, permutations, product, groupby, islice, repeat
-from copy import deepcopy
-from string import ascii_lowercase, ascii_uppercase
-from math import floor, log2, log10, sqrt, comb, gcd, ceil, inf, isqrt, factorial, atan2, pi
-from collections import defaultdict, deque, Counter
-from bisect import bisect, bisect_left, bisect_right, insort
-from heapq import heappush, heappop, heapify, merge, nlargest, nsmallest, heapreplace
-from functools import reduce, cache, lru_cache, cmp_to_key
-from random import randrange, shuffle
-from operator import itemgetter, sub, xor, or_
-from re import search as re_search
-from os.path import commonprefix
-from typing import List, Tuple, Dict, Set, Optional, Union, Any, Callable, Iterable, Iterator, Generator, Deque
-import copy, string, math, collections, bisect, heapq, functools, random, itertools, operator, re, datetime
-from time import time
-from math import log, prod
-from collections import OrderedDict
-from itertools import zip_longest, cycle, pairwise
-from functools import partial
-from operator import iand
-import sys
-import io, os
-import numpy as np
-import pandas as pd
-"""
-
-
-# ---------------------------------------------------------------- comparisons (trusted side, never in the sandbox)
-def _lists(value: Any) -> Any:
-    """Tuples as lists, all the way down: a JSON gold has no tuples."""
-    if isinstance(value, (list, tuple)):
-        return [_lists(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _lists(v) for k, v in value.items()}
-    return value
-
-
-def value_equal(got: Any, gold: Any) -> bool:
-    """LiveCodeBench / rLLM call-based: `==`, a tuple equal to a list."""
-    return _lists(got) == gold
-
-
-def value_equal_apps(got: Any, gold: Any) -> bool:
-    """APPS / TACO call-based: as `value_equal`, or equal to the gold's only element (APPS wraps outputs in a list)."""
-    got = _lists(got)
-    return got == gold or (isinstance(gold, list) and len(gold) == 1 and got == gold[0])
-
-
-def _stripped_lines(text: str) -> list[str]:
-    return [line.strip() for line in text.strip().split("\n")]
-
-
-def stdout_lines(got: str, want: str) -> bool:
-    """open-r1: every line equal once stripped (and as many lines)."""
-    return _stripped_lines(got) == _stripped_lines(want)
-
-
-def _decimals(line: str) -> list[Decimal] | None:
-    """The line's tokens as finite decimals, else None. A NaN (quiet or signalling, which raises when compared)
-    or an infinity is no number the expected output can equal: such a line only matches as text."""
-    try:
-        values = [Decimal(token) for token in line.split()]
-    except InvalidOperation:
-        return None
-    return values if all(v.is_finite() for v in values) else None
-
-
-def stdout_decimal(got: str, want: str) -> bool:
-    """LiveCodeBench / rLLM stdin: lines equal once stripped, or equal as decimal numbers ("2.50" is "2.5")."""
-    a, b = _stripped_lines(got), _stripped_lines(want)
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b):
-        if x != y:
-            dx = _decimals(x)
-            if dx is None or dx != _decimals(y):
-                return False
-    return True
-
-
-def _close(a: float, b: float) -> bool:  # numpy.allclose's rule
-    if math.isinf(a) or math.isinf(b):
-        return a == b
-    return abs(a - b) <= 1e-8 + 1e-5 * abs(b)
-
-
-_INT = re.compile(r"[+-]?\d+")
-
-
-def _tokens_match(s: str, t: str) -> bool:
-    """APPS's number rule for one token: an expected integer is matched exactly ("7.0" and "007" are 7; the
-    float tolerance would let 10**9 pass for 10**9 + 1), any other number within `_close`."""
-    if _INT.fullmatch(t):
-        try:
-            got = Decimal(s)
-        except InvalidOperation:
-            return False
-        return got.is_finite() and got == Decimal(t)
-    try:
-        return _close(float(s), float(t))
-    except (ValueError, OverflowError):
-        return False
-
-
-def stdout_apps(got: str, want: str) -> bool:
-    """APPS / TACO / verl prime_code stdin: non-empty lines equal once stripped, or token by token with numbers
-    equal within numpy.allclose's tolerance (a float printed with more digits than the expected output).
-    Integers are compared exactly: the tolerance is for floats (1e-5 of 10**6 would pass an answer off by 10)."""
-    a = [line.strip() for line in got.split("\n") if line.strip()]
-    b = [line.strip() for line in want.split("\n") if line.strip()]
-    if a == b:
-        return True
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b):
-        if x == y:
-            continue
-        tx, ty = x.split(), y.split()
-        if len(tx) != len(ty):
-            return False
-        for s, t in zip(tx, ty):
-            if s != t and not _tokens_match(s, t):
-                return False
-    return True
-
-
-# ---------------------------------------------------------------- building sandbox tests
-def _json(value: Any, where: str) -> Any:
-    """A field that holds JSON text (as most published rows do) or the parsed value."""
-    if isinstance(value, (bytes, bytearray)):
-        value = value.decode("utf-8", "replace")
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except (ValueError, RecursionError) as exc:
-            raise TestLayoutError(f"{where} is text but not JSON ({exc}); it should hold the tests as JSON") from None
-    return value
-
-
-def _literal(value: Any, where: str) -> str:
-    text = repr(value)
-    try:
-        ast.literal_eval(text)
-    except (ValueError, SyntaxError, RecursionError, MemoryError):
-        raise TestLayoutError(f"{where}: {text[:80]} cannot be passed as a Python value") from None
-    return text
-
-
-def _callee(fn_name: Any, where: str) -> str:
-    if not isinstance(fn_name, str) or not fn_name.isidentifier():
-        raise TestLayoutError(f"{where}: fn_name {fn_name!r} is not a Python function name")
-    # the harnesses call a method of a LeetCode-style `class Solution` when the code defines one
-    return f'(Solution().{fn_name} if hasattr(globals().get("Solution"), "{fn_name}") else {fn_name})'
-
-
-def _entry(fn_name: str) -> str:
-    """What a call-based test calls: the code's function, or a method of its LeetCode-style `class Solution`
-    as the harnesses do. Defined after the code, so the test itself is a plain call with literal arguments,
-    which the sandbox evaluates alone in the code's process and compares here (with the test's `equal`)."""
-    return (f"\n\ndef {ENTRY}{fn_name}(*args):\n"
-            f"    return {_callee(fn_name, 'fn_name')}(*args)\n")
-
-
-ENTRY = "agentrl_entry_"
-
-
-def call_test(fn_name: str, args: Any, gold: Any, equal: Callable, where: str) -> dict:
-    """`fn_name(*args)` evaluated in the code's process; its value is compared here with `equal`."""
-    if not isinstance(args, (list, tuple)):
-        args = [args]
-    _callee(fn_name, where)  # a Python name, or an error that says where
-    call = ", ".join(_literal(a, where) for a in args)
-    code = f"assert {ENTRY}{fn_name}({call}) == {_literal(gold, where)}"
-    return {"type": "assert", "code": code, "equal": equal, "entry": fn_name}
-
-
-def stdio_test(stdin: Any, stdout: Any, equal: Callable, where: str) -> dict:
-    stdin = "" if stdin is None else stdin  # sandbox_fusion: no input is empty input
-    stdin = "\n".join(map(str, stdin)) if isinstance(stdin, list) else stdin
-    stdout = "\n".join(map(str, stdout)) if isinstance(stdout, list) else stdout
-    if not isinstance(stdin, str) or not isinstance(stdout, str):
-        raise TestLayoutError(f"{where}: stdin and expected output must be text, got {type(stdin).__name__} and "
-                              f"{type(stdout).__name__}")
-    return {"type": "stdio", "stdin": stdin, "expected_stdout": stdout, "equal": equal}
-
-
-def python_test(src: Any, where: str) -> str:
-    """`src` if it is Python test code: it parses and asserts or calls something. JSON text (a list or an
-    object) is valid Python too, but tests nothing: it is refused, never run as an assert."""
-    if not isinstance(src, str) or not src.strip():
-        raise TestLayoutError(f"{where} is {type(src).__name__}, not Python test code")
-    try:
-        tree = ast.parse(src)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        raise TestLayoutError(f"{where} is not Python test code ({type(exc).__name__}: {exc}): {src[:80]!r}") from None
-    if not any(isinstance(node, (ast.Assert, ast.Call)) for node in ast.walk(tree)):
-        raise TestLayoutError(f"{where} is not Python test code (no assert, no call): {src[:80]!r}. A test "
-                              "written as JSON belongs in a layout that reads JSON (e.g. tests: [{\"input\": ..., "
-                              "\"output\": ...}])")
-    return src
-
-
-def _simple_assert(src: str) -> bool:
-    """`assert <expr> == <literal>`: the sandbox evaluates the expression in the code's own process."""
-    try:
-        body = ast.parse(src).body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    if len(body) != 1 or not isinstance(body[0], ast.Assert) or not isinstance(body[0].test, ast.Compare):
-        return False
-    test = body[0].test
-    if len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
-        return False
-    for node in (test.left, test.comparators[0]):
-        try:
-            ast.literal_eval(node)
-            return True
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            pass
-    return False
-
-
-def assert_test(src: str, where: str, imports: str = "") -> dict:
-    """A Python assert test; `imports` (the harness's, e.g. MBPP's test_imports) go before one that runs in the
-    test's own process (anything but `expr == literal`)."""
-    src = python_test(src, where)
-    if imports and not _simple_assert(src):
-        src = imports + "\n" + src
-    return {"type": "assert", "code": src}
+__all__ = ["KNOWN", "LAYOUTS", "Layout", "Suite", "TestLayoutError", "applies", "pytest_file", "read_suite",
+           "stdout_apps", "stdout_decimal", "stdout_lines", "value_equal", "value_equal_apps"]
 
 
 # ---------------------------------------------------------------- the layouts
 def _cases(value: Any, where: str) -> list:
-    cases = _json(value, where)
+    cases = json_field(value, where)
     if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
         raise TestLayoutError(f"{where} must be a list of test objects, got {type(cases).__name__}")
     return cases
@@ -420,7 +105,7 @@ def _lcb_private(text: str, where: str) -> Any:
 
 
 def _open_r1(f: dict) -> Suite:
-    info = _json(f["verification_info"], "metadata.verification_info")
+    info = json_field(f["verification_info"], "metadata.verification_info")
     if not isinstance(info, dict) or not isinstance(info.get("test_cases"), list):
         raise TestLayoutError("metadata.verification_info must be {\"language\": \"python\", \"test_cases\": [...]}")
     language = str(info.get("language") or "python").lower()
@@ -463,7 +148,7 @@ def _inputs_outputs(io_: Any, where: str) -> tuple[list, list]:
 
 
 def _taco(f: dict) -> Suite:
-    io_ = _json(f["input_output"], "metadata.input_output")
+    io_ = json_field(f["input_output"], "metadata.input_output")
     inputs, outputs = _inputs_outputs(io_, "metadata.input_output")
     fn = io_.get("fn_name")
     tests = [call_test(fn, i, o, value_equal_apps, f"metadata.input_output test {n}") if fn else
@@ -509,113 +194,20 @@ def _verl(f: dict) -> Suite:
     return Suite("verl", tests, prelude=VERL_PRELUDE, timeout=5.0)
 
 
-def _strings(value: Any, where: str) -> list[str]:
-    value = _json(value, where) if isinstance(value, str) and value.lstrip().startswith("[") else value
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise TestLayoutError(f"{where} must be a list of Python assert statements")
-    return value
-
-
 def _mbpp(f: dict) -> Suite:
-    imports = "\n".join(_strings(f.get("test_imports") or [], "metadata.test_imports"))
+    imports = "\n".join(strings_field(f.get("test_imports") or [], "metadata.test_imports"))
     setup = f.get("test_setup_code") or ""
     if not isinstance(setup, str):
         raise TestLayoutError("metadata.test_setup_code must be Python code (text)")
     tests = [assert_test(t, f"metadata.test_list[{n}]", imports)
-             for n, t in enumerate(_strings(f["test_list"], "metadata.test_list"))]
+             for n, t in enumerate(strings_field(f["test_list"], "metadata.test_list"))]
     return Suite("mbpp", tests, prelude=imports, setup=setup, timeout=3.0)
 
 
 def _acecoder(f: dict) -> Suite:
     tests = [assert_test(t, f"metadata.test_cases[{n}]")
-             for n, t in enumerate(_strings(f["test_cases"], "metadata.test_cases"))]
+             for n, t in enumerate(strings_field(f["test_cases"], "metadata.test_cases"))]
     return Suite("acecoder", tests, timeout=3.0)
-
-
-_ENTRY = "agentrl_entry_point"
-
-
-def _entry_point(entry: Any, where: str) -> tuple[str, str]:
-    """(name the test calls, code that defines it after the solution): a function name, or a method of a
-    LeetCode-style class (`Solution().twoSum`), called through a function of the code's process."""
-    if isinstance(entry, str) and entry.isidentifier():
-        return entry, ""
-    m = re.fullmatch(r"\s*([A-Za-z_]\w*)\(\)\.([A-Za-z_]\w*)\s*", entry or "") if isinstance(entry, str) else None
-    if not m:
-        raise TestLayoutError(f"{where} is {entry!r}; give a function name or Class().method")
-    return _ENTRY, f"\n\ndef {_ENTRY}(*args, **kwargs):\n    return {m[1]}().{m[2]}(*args, **kwargs)\n"
-
-
-def _prompt_context(prompt: Any, entry: str) -> str:
-    """What a HumanEval-style prompt gives the code: its imports and helpers (LeetCodeDataset's ListNode),
-    never the stub of the function to write."""
-    if not isinstance(prompt, str) or not prompt.strip():
-        return ""
-    try:
-        tree = ast.parse(prompt)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return "\n".join(line for line in prompt.splitlines() if re.match(r"(from\s+\S+\s+)?import\s", line))
-    keep = [node for node in tree.body
-            if isinstance(node, (ast.Import, ast.ImportFrom, ast.ClassDef, ast.FunctionDef, ast.Assign))
-            and getattr(node, "name", None) != entry and not (isinstance(node, ast.ClassDef) and node.name == "Solution")]
-    return "\n".join(ast.get_source_segment(prompt, node) or "" for node in keep)
-
-
-def _needs_check_call(src: str) -> bool:
-    """HumanEval's test defines `check(candidate)` and the harness calls it; EvalPlus's MBPP+ tests call the
-    function by name at the top level, and some rows already end with the call."""
-    tree = ast.parse(src)
-    defines = any(isinstance(node, ast.FunctionDef) and node.name == "check" for node in tree.body)
-    calls = any(isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
-                and node.value.func.id == "check" for node in tree.body)
-    return defines and not calls
-
-
-def _humaneval(f: dict) -> Suite:
-    test = python_test(f["test"], "metadata.test")
-    name, setup = _entry_point(f["entry_point"], "metadata.entry_point")
-    if _needs_check_call(test):
-        test += f"\n\ncheck({name})\n"
-    imports = "\n".join(_strings(f.get("test_imports") or [], "metadata.test_imports"))  # MBPP+ rows
-    prelude = "\n".join(p for p in (imports, _prompt_context(f.get("prompt"), str(f["entry_point"]).split("(")[0])) if p)
-    if imports:
-        test = imports + "\n" + test
-    return Suite("humaneval", [{"type": "assert", "code": test}], prelude=prelude, setup=setup, timeout=3.0)
-
-
-def _leetcode(f: dict, tests: dict) -> Suite:
-    src = python_test(tests["functional"], "metadata.tests.functional")
-    setup = ""
-    m = re.search(r"check\(\s*([A-Za-z_]\w*\(\)\.[A-Za-z_]\w*)\s*\)\s*$", src)
-    if m:
-        name, setup = _entry_point(m[1], "metadata.tests.functional")
-        src = src[:m.start()] + f"check({name})\n"
-    return Suite("leetcode", [{"type": "assert", "code": src}], prelude=RLLM_PRELUDE, setup=setup, timeout=5.0)
-
-
-def _parametrize(fn: ast.FunctionDef, where: str) -> str:
-    """The calls of a pytest test function: once, or once per `@pytest.mark.parametrize` value."""
-    params = [a.arg for a in fn.args.args]
-    for deco in fn.decorator_list:
-        if (isinstance(deco, ast.Call) and ast.unparse(deco.func).endswith("mark.parametrize") and len(deco.args) >= 2):
-            names = deco.args[0]
-            try:
-                names = ast.literal_eval(names)
-            except ValueError:
-                break
-            names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
-            if sorted(names) != sorted(params):
-                break
-            values = ast.unparse(deco.args[1])
-            one = len(names) == 1
-            return (f"for _values in {values}:\n    {fn.name}(**dict(zip({names!r}, "
-                    f"{'(_values,)' if one else '_values'})))\n")
-    if params and params != ["self"]:
-        raise TestLayoutError(f"{where}: test function {fn.name}({', '.join(params)}) takes pytest fixtures, which "
-                              "the coding reward does not provide; drop the test or rewrite it without fixtures")
-    return f"{fn.name}()\n"
 
 
 def _kodcode_field(f: dict) -> tuple[str, str] | None:
@@ -623,42 +215,13 @@ def _kodcode_field(f: dict) -> tuple[str, str] | None:
     if isinstance(f.get("test"), str) and re.search(r"^\s*def test|\bsolution\b", f["test"], re.M):
         return f["test"], "metadata.test"
     value, where = _ground_truth(f)
-    if isinstance(value, str) and _PYTEST_FILE.search(value):
+    if isinstance(value, str) and PYTEST_FILE.search(value):
         return value, where
     return None
 
 
 def _kodcode(f: dict) -> Suite:
     return pytest_file(*_kodcode_field(f))
-
-
-_PYTEST_FILE = re.compile(r"^\s*(def test\w*\s*\(|class Test\w*|from solution import|import solution\b)", re.M)
-
-
-def pytest_file(src: str, where: str) -> Suite:
-    """KodCode (its `test`, or rLLM's `tests`): a pytest file that imports the code as `solution`. Each test
-    function is one test; it runs in the test's process with the code's functions called in the code's own
-    process."""
-    try:
-        tree = ast.parse(src)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        raise TestLayoutError(f"{where} is not Python ({exc})") from None
-    body, calls = [], []
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module == "solution":
-            continue  # the code's names are already there
-        if isinstance(node, ast.Import) and any(a.name == "solution" for a in node.names):
-            body.append(ast.parse("import types as _types\nsolution = _types.SimpleNamespace(**{k: v for k, v in "
-                                  "globals().items() if not k.startswith('_')})").body)
-            continue
-        body.append([node])
-        if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
-            calls.append(_parametrize(node, where))
-        elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
-            calls += [f"{node.name}().{item.name}()\n" for item in node.body
-                      if isinstance(item, ast.FunctionDef) and item.name.startswith("test")]
-    module = ast.unparse(ast.Module(body=[n for group in body for n in group], type_ignores=[]))
-    return Suite("kodcode", [{"type": "assert", "code": module + "\n\n" + call} for call in calls], timeout=5.0)
 
 
 def _deepcoder(f: dict, tests: Any) -> Suite:
@@ -710,15 +273,15 @@ def _agentrl(tests: list) -> Suite:
 
 
 def _tests_field(f: dict) -> Suite:
-    tests = _json(f["tests"], "metadata.tests") if isinstance(f["tests"], str) and f["tests"].lstrip()[:1] in "[{" \
+    tests = json_field(f["tests"], "metadata.tests") if isinstance(f["tests"], str) and f["tests"].lstrip()[:1] in "[{" \
         else f["tests"]
-    if isinstance(tests, str) and _PYTEST_FILE.search(tests):
+    if isinstance(tests, str) and PYTEST_FILE.search(tests):
         return pytest_file(tests, "metadata.tests")  # rLLM's KodCode rows: the pytest file, run test by test
     if isinstance(tests, str):
         tests = [tests]  # one Python test, checked as such
     if isinstance(tests, dict):
         if isinstance(tests.get("functional"), str):
-            return _leetcode(f, tests)
+            return leetcode(f, tests)
         if "inputs" in tests or "outputs" in tests:
             return _deepcoder(f, tests)
         raise TestLayoutError(f"metadata.tests is an object with keys {sorted(tests)[:8]}; expected DeepCoder's "
@@ -747,7 +310,7 @@ LAYOUTS = [
     Layout("livecodebench", "public_test_cases / private_test_cases (+ metadata.func_name)",
            _has("public_test_cases", "private_test_cases"), _livecodebench),
     Layout("humaneval", "test with check(candidate) + entry_point (HumanEval, EvalPlus, LeetCodeDataset)",
-           lambda f: _has("test")(f) and _has("entry_point")(f), _humaneval),
+           lambda f: _has("test")(f) and _has("entry_point")(f), humaneval),
     Layout("taco", "input_output {inputs, outputs, fn_name} (TACO, APPS)", _has("input_output"), _taco),
     Layout("verl", "reward_model.ground_truth {inputs, outputs, fn_name} or {assert_case} (prime_code, "
            "sandbox_fusion)", lambda f: _verl_tests(f) is not None, _verl),
@@ -800,3 +363,4 @@ def applies(fields: dict) -> bool:
         return read_suite(fields) is not None
     except TestLayoutError:
         return False
+

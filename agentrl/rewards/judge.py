@@ -20,6 +20,7 @@ import cachetools
 
 from agentrl.backoff import backoff as backoff_delay
 from agentrl.rewards.errors import Unscorable
+from agentrl.rewards.judgereply import readings
 
 JUDGE_BACKOFF_CAP = 30.0  # seconds: before retry n the judge waits uniform(0, min(cap, backoff * 2**(n-1)))
 
@@ -42,10 +43,6 @@ Explain briefly (at most three sentences), then end with a line of exactly this 
 
 MAX_FIELD = 20_000  # characters of one template field (a huge answer must not blow the judge's context)
 _FIELD = re.compile(r"\{\{?\s*((?:item|sample)(?:\.\w+)+)(\?)?\s*\}?\}")
-_FRACTION = re.compile(r"(-?\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?)", re.I)
-_LABELLED = re.compile(r"score\**\s*(?:is|of|=|:)?\s*\**\s*(-?\d+(?:\.\d+)?)\**(?:\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?))?", re.I)
-_JSON = re.compile(r"\{[^{}]*\"score\"[^{}]*\}", re.I)
-_BARE = re.compile(r"^\W*(-?\d+(?:\.\d+)?)\W*$")
 
 
 def _lookup(root: dict, path: list[str]) -> Any:
@@ -106,31 +103,18 @@ def _scaled(value: float, scale: float | None, default_scale: float) -> float | 
 def parse_score(text: str, scale: float = 10.0) -> float | None:
     """A score in [0, 1] from a judge's reply, or None when it holds none.
 
-    Reads, preferring later mentions: JSON ``{"score": 0.7}``; "Score: 7/10", "score = 7", "7 out of 10";
-    a reply that is only a number. A bare number or N/10 is divided by ``scale``; a fraction in (0, 1)
-    is taken as is. A lone ":" or prose without a score gives None.
+    Reads (:mod:`agentrl.rewards.judgereply`, preferring later mentions): JSON ``{"score": 0.7}`` (or
+    ``result``/``grade``); "Score: 7/10", "score = 7", "7 out of 10"; a reply that is only a number. A bare
+    number or N/10 is divided by ``scale``; a fraction in (0, 1) is taken as is. A lone ":" or prose without
+    a score gives None (a number somewhere in prose is not a score here).
     """
-    text = (text or "")[-4000:]
-    for m in reversed(list(_JSON.finditer(text))):
-        try:
-            obj = json.loads(m.group(0))
-        except ValueError:
-            continue
-        raw = next((v for k, v in obj.items() if k.lower() == "score"), None)
-        if isinstance(raw, (int, float)) and not isinstance(raw, bool):
-            out = _scaled(float(raw), obj.get("max") or obj.get("scale"), scale)
-            if out is not None:
-                return out
-    labelled = list(_LABELLED.finditer(text))
-    if labelled:
-        m = labelled[-1]
-        return _scaled(float(m.group(1)), float(m.group(2)) if m.group(2) else None, scale)
-    fractions = list(_FRACTION.finditer(text))
-    if fractions:
-        m = fractions[-1]
-        return _scaled(float(m.group(1)), float(m.group(2)), scale)
-    m = _BARE.match(text.strip())
-    return _scaled(float(m.group(1)), None, scale) if m else None
+    for reading in readings(text):
+        if reading.kind == "number":
+            return None
+        out = _scaled(reading.value, reading.out_of, scale)
+        if out is not None or reading.kind != "json":  # a JSON score out of range: a later way of saying it may do
+            return out
+    return None
 
 
 CACHE_SIZE = 10_000

@@ -8,14 +8,14 @@
     {"type": "endpoint", "url": "http://127.0.0.1:9000/grade", "headers": {"Authorization": "Bearer ${GRADER_TOKEN}"}}
 
 A model grader may name ``api_base`` (a local OpenAI-compatible server) and ``api_key_env`` (read when loaded; a
-missing variable is an error then). The judge's reply is read as a number (``{"result": x}``, ``{"score": x}``,
-or the last number) in ``range``. An endpoint receives ``{"sample", "item", "rollout_id"}`` and answers
+missing variable is an error then). The judge's reply is read as a number in ``range`` by
+:mod:`agentrl.rewards.judgereply` (``{"result": x}``, ``{"score": x}``, "Score: x", "x/10", a bare number,
+else the last number). An endpoint receives ``{"sample", "item", "rollout_id"}`` and answers
 ``{"score": x}`` (or ``"reward"``); 5xx and connection errors are retried 3 times, then the rollout is unscorable.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -26,27 +26,19 @@ from agentrl.rewards.errors import Unscorable
 from agentrl.rewards.graderbase import Grader
 from agentrl.rewards.gradertemplate import Template
 from agentrl.rewards.judge import chat_sync
+from agentrl.rewards.judgereply import first_reading
 from agentrl.rewards.errors import RewardConfigError
 
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 ENDPOINT_BACKOFF_BASE, ENDPOINT_BACKOFF_CAP = 0.4, 5.0  # seconds: retry n waits uniform(0, min(5, 0.4 * 2**(n-1)))
 _SAMPLING = ("temperature", "max_tokens", "max_completions_tokens", "top_p", "seed", "reasoning_effort")
 
 
 def reply_number(text: str) -> float | None:
-    """The score in a judge's reply: a JSON ``result``/``score``, else the last number; None if it has none."""
-    text = (text or "").strip()
-    for m in reversed(list(re.finditer(r"\{[^{}]*\}", text))):
-        try:
-            obj = json.loads(m.group(0))
-        except ValueError:
-            continue
-        for key in ("result", "score", "grade"):
-            value = obj.get(key) if isinstance(obj, dict) else None
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                return float(value)
-    numbers = _NUMBER.findall(text)
-    return float(numbers[-1]) if numbers else None
+    """The score in a judge's reply as the judge wrote it (the grader's ``range`` scales it): the most explicit
+    reading of :mod:`agentrl.rewards.judgereply` (a JSON ``score``/``result``/``grade``, "Score: N", "N/M",
+    a bare number), else the last number in the text; None if it has none."""
+    reading = first_reading(text)
+    return reading.value if reading else None
 
 
 class _ModelGrader(Grader):

@@ -11,10 +11,11 @@ set's per-turn rewards, mixed with the same weights, and ``turn_unscorable`` the
 from __future__ import annotations
 
 import asyncio
-import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field, TypeAdapter, ValidationError
 
 from agentrl.deadline import call_with_deadline
 from agentrl.rewards.errors import Unscorable
@@ -39,6 +40,10 @@ class ScoreResult:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+# a component's weight: a finite number >= 0 (0: logged, not scored); a bool is not a number here
+WEIGHT = TypeAdapter(Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)])
 
 
 @dataclass(frozen=True)
@@ -78,13 +83,15 @@ class RewardSet:
                 raise RewardConfigError(f"{at}: each reward needs a \"name\" (a preset, plugin or .py path), got {config[n]!r}")
             name = entry.pop("name")
             weight = entry.pop("weight", 1.0)
-            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 0:
-                raise RewardConfigError(f"{at}: weight must be a finite number >= 0 (0 = log only), got {weight!r}")
+            try:
+                weight = WEIGHT.validate_python(weight)
+            except ValidationError:
+                raise RewardConfigError(f"{at}: weight must be a finite number >= 0 (0 = log only), got {weight!r}") from None
             label = entry.pop("label", _default_label(name))
             if any(c.label == label for c in self.components):
                 raise RewardConfigError(f"{at}: two rewards are labelled {label!r}; give one a distinct \"label\"")
             reward = load_reward(name, where=at, **entry)
-            self.components.append(Component(str(label), float(weight), reward))
+            self.components.append(Component(str(label), weight, reward))
 
     @classmethod
     def from_config(cls, config: list, where: str = "rewards") -> "RewardSet":

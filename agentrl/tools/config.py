@@ -37,22 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from agentrl import plugins
-from agentrl.errors import AgentrlError
+from agentrl.tools.entries import DEFAULT_FUNCTION_QPS, FunctionEntry, ServerEntry, ToolConfigError, validated
+
+__all__ = ["DEFAULT_FUNCTION_QPS", "ServerSpec", "ToolConfigError", "parse_function", "parse_server",
+           "parse_servers_config"]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_CONNECTION_KEYS = {"command", "args", "env", "cwd", "url", "headers", "type", "transport"}
-_OPTION_KEYS = {"tools", "max_concurrency", "timeout", "retries", "stateful", "circuit_failures", "circuit_reset",
-                "connect_timeout", "description", "disabled", "rate_limit", "deadline", "limit_scope"}
-_FUNCTION_KEYS = {"name", "url", "headers", "type", "description", "parameters", "openapi", "max_concurrency", "timeout",
-                  "retries", "circuit_failures", "circuit_reset", "connect_timeout", "rate_limit", "disabled", "deadline",
-                  "limit_scope"}
-DEFAULT_FUNCTION_QPS = 50.0
-
-
-class ToolConfigError(AgentrlError, ValueError):
-    """A tool server declaration is wrong; the message names the server, the key and the fix."""
-
-
 @dataclass(frozen=True)
 class ServerSpec:
     """One tool server, validated and with ``${VAR}`` expanded."""
@@ -107,18 +97,9 @@ def _expand(value: str, server: str, key: str) -> str:
 def _str_map(raw: Any, server: str, key: str) -> dict[str, str]:
     if raw is None:
         return {}
-    if not isinstance(raw, dict):
+    if not isinstance(raw, dict):  # an entry's are checked by its model; the endpoint grader's headers here
         raise ToolConfigError(f"tool server {server!r}: {key} must be an object of strings, got {type(raw).__name__}")
     return {str(k): _expand(str(v), server, f"{key}.{k}") for k, v in raw.items()}
-
-
-def _number(raw: dict, key: str, default: float, server: str, *, integer: bool, minimum: float) -> Any:
-    value = raw.get(key, default)
-    ok = isinstance(value, int) if integer else isinstance(value, (int, float))
-    if isinstance(value, bool) or not ok or value < minimum:
-        kind = "an integer" if integer else "a number"
-        raise ToolConfigError(f"tool server {server!r}: {key} must be {kind} >= {minimum}, got {value!r}")
-    return value
 
 
 def parse_server(name: str, raw: Any, *, pm=None) -> ServerSpec:
@@ -139,99 +120,55 @@ def parse_server(name: str, raw: Any, *, pm=None) -> ServerSpec:
             f"tool server {name!r}: expected an object with `command` (stdio) or `url` (streamable HTTP), "
             f"or a string naming a plugin-registered server; got {type(raw).__name__}"
         )
-    unknown = set(raw) - _CONNECTION_KEYS - _OPTION_KEYS
-    if unknown:
-        raise ToolConfigError(
-            f"tool server {name!r}: unknown key(s) {sorted(unknown)}. "
-            f"Known keys: {sorted(_CONNECTION_KEYS | _OPTION_KEYS)}"
-        )
-    has_cmd, has_url = bool(raw.get("command")), bool(raw.get("url"))
+    entry = validated(ServerEntry, raw, "tool server", name)
+    has_cmd, has_url = bool(entry.command), bool(entry.url)
     if has_cmd == has_url:
         raise ToolConfigError(
             f"tool server {name!r}: give exactly one of `command` (a stdio server, e.g. "
             f'{{"command": "python", "args": ["-m", "my_server"]}}) or `url` (streamable HTTP, e.g. '
             f'{{"url": "http://127.0.0.1:8000/mcp"}}); it has {"both" if has_cmd else "neither"}'
         )
-    args = raw.get("args", [])
-    if not isinstance(args, list) or not all(isinstance(a, (str, int, float)) for a in args):
-        raise ToolConfigError(f"tool server {name!r}: args must be a list of strings, got {args!r}")
-    tools = raw.get("tools")
-    if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, str) for t in tools)):
-        raise ToolConfigError(f"tool server {name!r}: tools must be a list of tool names, got {tools!r}")
-    url = _expand(str(raw["url"]), name, "url") if has_url else None
-    if url is not None and not url.startswith(("http://", "https://")):
-        raise ToolConfigError(f"tool server {name!r}: url must start with http:// or https://, got {url!r}")
+    url = _url(entry, "tool server", name) if has_url else None
     return ServerSpec(
         name=name,
-        command=_expand(str(raw["command"]), name, "command") if has_cmd else None,
-        args=tuple(_expand(str(a), name, f"args[{i}]") for i, a in enumerate(args)),
-        env=_str_map(raw.get("env"), name, "env"),
-        cwd=_expand(str(raw["cwd"]), name, "cwd") if raw.get("cwd") else None,
-        url=url,
-        headers=_str_map(raw.get("headers"), name, "headers"),
-        tools=tuple(tools) if tools is not None else None,
-        max_concurrency=_number(raw, "max_concurrency", 32, name, integer=True, minimum=1),
-        timeout=float(_number(raw, "timeout", 60.0, name, integer=False, minimum=0.001)),
-        connect_timeout=float(_number(raw, "connect_timeout", 30.0, name, integer=False, minimum=0.001)),
-        retries=_number(raw, "retries", 3, name, integer=True, minimum=0),
-        stateful=bool(raw.get("stateful", False)),
-        circuit_failures=_number(raw, "circuit_failures", 5, name, integer=True, minimum=1),
-        circuit_reset=float(_number(raw, "circuit_reset", 30.0, name, integer=False, minimum=0.0)),
-        rate_limit=_rate(raw, name, None),
-        deadline=_deadline(raw, name), limit_scope=_scope(raw, name),
+        command=_expand(str(entry.command), name, "command") if has_cmd else None,
+        args=tuple(_expand(str(a), name, f"args[{i}]") for i, a in enumerate(entry.args)),
+        env=_str_map(entry.env, name, "env"),
+        cwd=_expand(str(entry.cwd), name, "cwd") if entry.cwd else None,
+        url=url, tools=tuple(entry.tools) if entry.tools is not None else None, stateful=bool(entry.stateful),
+        **_limits(entry, name),
     )
 
 
-def _scope(raw: dict, name: str) -> str:
-    scope = raw.get("limit_scope", "run")
-    if scope not in ("run", "process"):
-        raise ToolConfigError(f"tool server {name!r}: limit_scope must be \"run\" (max_concurrency and rate_limit for "
-                              f"all agent-loop processes together) or \"process\" (for each one), got {scope!r}")
-    return scope
+def _limits(entry: ServerEntry | FunctionEntry, name: str) -> dict:
+    """The traffic-control keys both kinds of entry share, as ServerSpec takes them."""
+    return dict(headers=_str_map(entry.headers, name, "headers"), max_concurrency=entry.max_concurrency,
+                timeout=entry.timeout, connect_timeout=entry.connect_timeout, retries=entry.retries,
+                circuit_failures=entry.circuit_failures, circuit_reset=entry.circuit_reset,
+                rate_limit=entry.rate_limit, deadline=entry.deadline, limit_scope=entry.limit_scope)
 
 
-def _deadline(raw: dict, name: str) -> float | None:
-    if raw.get("deadline") is None:
-        return None
-    return float(_number(raw, "deadline", None, name, integer=False, minimum=0.001))
-
-
-def _rate(raw: dict, name: str, default: float | None) -> float | None:
-    if raw.get("rate_limit", default) is None:
-        return None
-    return float(_number(raw, "rate_limit", default, name, integer=False, minimum=0.001))
+def _url(entry: ServerEntry | FunctionEntry, what: str, name: str) -> str:
+    url = _expand(str(entry.url), name, "url")
+    if not url.startswith(("http://", "https://")):
+        raise ToolConfigError(f"{what} {name!r}: url must start with http:// or https://, got {url!r}")
+    return url
 
 
 def parse_function(name: str, raw: dict) -> ServerSpec:
     """One Agent RFT tool entry ``{"name", "url", "headers", ...}``: a plain HTTP endpoint the tool POSTs to."""
-    unknown = set(raw) - _FUNCTION_KEYS
-    if unknown:
-        raise ToolConfigError(f"function tool {name!r}: unknown key(s) {sorted(unknown)}. Known keys: {sorted(_FUNCTION_KEYS)}")
-    if not raw.get("url"):
+    entry = validated(FunctionEntry, raw, "function tool", name)
+    if not entry.url:
         raise ToolConfigError(f"function tool {name!r}: needs a \"url\" to POST calls to, "
                               f"e.g. {{\"name\": \"{name}\", \"url\": \"http://127.0.0.1:8000/{name}\"}}")
-    url = _expand(str(raw["url"]), name, "url")
-    if not url.startswith(("http://", "https://")):
-        raise ToolConfigError(f"function tool {name!r}: url must start with http:// or https://, got {url!r}")
-    params = raw.get("parameters")
-    if params is not None and (not isinstance(params, dict) or params.get("type", "object") != "object"):
+    url = _url(entry, "function tool", name)
+    params = entry.parameters
+    if params is not None and params.get("type", "object") != "object":
         raise ToolConfigError(f"function tool {name!r}: parameters must be a JSON schema object such as "
                               f'{{"type": "object", "properties": {{"query": {{"type": "string"}}}}}}, got {params!r}')
-    openapi = raw.get("openapi")
-    if openapi is not None and not isinstance(openapi, str):
-        raise ToolConfigError(f"function tool {name!r}: openapi must be a path or URL of an OpenAPI document")
     return ServerSpec(
-        name=name, url=url, headers=_str_map(raw.get("headers"), name, "headers"), function=True,
-        description=str(raw.get("description") or ""), parameters=params,
-        openapi=_expand(openapi, name, "openapi") if openapi else None,
-        max_concurrency=_number(raw, "max_concurrency", 32, name, integer=True, minimum=1),
-        timeout=float(_number(raw, "timeout", 600.0, name, integer=False, minimum=0.001)),
-        connect_timeout=float(_number(raw, "connect_timeout", 30.0, name, integer=False, minimum=0.001)),
-        retries=_number(raw, "retries", 3, name, integer=True, minimum=0),
-        circuit_failures=_number(raw, "circuit_failures", 5, name, integer=True, minimum=1),
-        circuit_reset=float(_number(raw, "circuit_reset", 30.0, name, integer=False, minimum=0.0)),
-        rate_limit=_rate(raw, name, DEFAULT_FUNCTION_QPS),
-        deadline=_deadline(raw, name), limit_scope=_scope(raw, name),
+        name=name, url=url, function=True, description=str(entry.description or ""), parameters=params,
+        openapi=_expand(entry.openapi, name, "openapi") if entry.openapi else None, **_limits(entry, name),
     )
 
 

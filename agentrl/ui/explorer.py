@@ -121,7 +121,7 @@ def readable(record: RolloutRecord | None, turn_advantages: list[float] | None =
     if record is None:
         return _unreadable()
     errors, unparsed = {}, {}
-    for st in record.trajectory:
+    for st in record.trajectories:
         for res in st.tool_results:
             if res.id is not None:
                 errors[res.id] = bool(res.is_error)
@@ -154,7 +154,7 @@ def readable(record: RolloutRecord | None, turn_advantages: list[float] | None =
         "tool_calls": record.tool_calls, "response_tokens": record.response_tokens, "timings": timings,
         "turns": turns, "validation": bool(record.validation), "error": None,
         "per_turn": per_turn(record, turn_advantages),
-        "tools": sorted({c.name for st in record.trajectory for c in st.tool_calls if c.name}),
+        "tools": sorted({c.name for st in record.trajectories for c in st.tool_calls if c.name}),
     }
 
 

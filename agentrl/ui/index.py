@@ -165,7 +165,7 @@ class RolloutIndex:
             if line.strip():
                 r = decode_summary(line)  # None: a malformed line is skipped, not fatal; it stays in the file
                 if r is not None:
-                    tools = sorted({c.name for s in (r.trajectory or []) for c in (s.tool_calls or []) if c.name})
+                    tools = sorted({c.name for s in r.turns for c in (s.tool_calls or []) if c.name})
                     reward = _number(r.reward)
                     unscorable = 1 if (r.unscorable is not None or reward is None) else 0
                     step, val = _step_of(r.step), 1 if r.validation else 0

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from agentrl.record import RolloutRecord
+from agentrl.record import RolloutRecord, StopReason
 from agentrl.rundir import RunDir
 
 TOOLS = ("add", "subtract", "multiply")
@@ -73,9 +73,9 @@ def rollout(step: int, prompt: int, sample: int, rng: random.Random, pad: int = 
     return RolloutRecord(
         rollout_id=f"r-{step:05d}{prompt:04d}{sample:03d}{'v' if validation else ''}",
         prompt_id=f"{'val' if validation else 'train'}:{prompt}", source=f"data/train.jsonl:{prompt}",
-        step=step, policy_version=step, messages=messages, trajectory=trajectory, tool_calls=int(use_tool),
+        step=step, policy_version=step, messages=messages, trajectories=trajectory, tool_calls=int(use_tool),
         user_turns=0, reward=reward, components={} if unscorable else components,
-        unscorable=unscorable, stop_reason="tool_infra_error" if unscorable else "answered",
+        unscorable=unscorable, stop_reason=StopReason.TOOL_INFRA_ERROR if unscorable else StopReason.ANSWERED,
         response_tokens=8 + 40 * use_tool, started_at=started, finished_at=started + 0.4,
         seconds=0.4, model_seconds=0.3, tool_seconds=0.05 * use_tool, reward_seconds=0.02,
         validation=validation).to_dict()

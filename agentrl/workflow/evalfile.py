@@ -1,14 +1,14 @@
 """One rollout of ``agentrl eval``/``agentrl prior`` (:class:`EvalRecord`), and the eval file that holds them.
 
     records = LocalRunner(settings, model).run(rows)      # EvalRecord: the row, the latency, the rollout
-    records[0].id, records[0].metadata, records[0].rollout.reward, records[0].rollout.trajectory
+    records[0].id, records[0].metadata, records[0].rollout.reward, records[0].rollout.trajectories
     header, records = read_eval("base.jsonl")             # an `agentrl eval -o` file, read back typed
     fh.write(json.dumps(records[0].to_dict()) + "\\n")     # its line: flat, as eval files have always been
 
 An eval file's first line is ``{"agentrl_eval": {model, data, samples, ...}}``; each other line is one rollout:
 the row's ``id``, ``sample``, ``latency``, ``metadata``, ``source`` and ``prompt`` beside the rollout record's
 own fields (``reward``, ``components``, ``unscorable``, ``tool_calls``, ``tokens`` for its ``response_tokens``,
-``messages``, ``trajectory``, ...). Reading one back, the record's fields go through the rollouts' own decoder
+``messages``, ``trajectories``, ...; an older file's ``trajectory`` reads as ``trajectories``). Reading one back, the record's fields go through the rollouts' own decoder
 (:func:`agentrl.rolloutfile.from_builtins`): typed turns and calls, a :class:`agentrl.record.StopReason`.
 """
 
@@ -48,7 +48,7 @@ class EvalRecord:
                 "unscorable": r["unscorable"], "tool_calls": r["tool_calls"], "tokens": r["response_tokens"],
                 "latency": self.latency, "model_seconds": r["model_seconds"], "tool_seconds": r["tool_seconds"],
                 "stop_reason": r["stop_reason"], "metadata": self.metadata, "source": self.source,
-                "prompt": self.prompt, "messages": r["messages"], "trajectory": r["trajectory"],
+                "prompt": self.prompt, "messages": r["messages"], "trajectories": r["trajectories"],
                 "rollout_id": r["rollout_id"], "turn_rewards": r["turn_rewards"], "turn_unscorable": r["turn_unscorable"]}
         for key in ("group", "turn_advantages"):
             if r[key] is not None:

@@ -48,7 +48,7 @@ def trace_text(record: RolloutRecord) -> str:
     """The rollout after its prompt (as :mod:`agentrl.rolloutfile` reads it): model text, tool calls and
     results, one line each."""
     lines = []
-    for k, step in enumerate(record.trajectory):
+    for k, step in enumerate(record.trajectories):
         per_turn = turn_line(record, k)
         if per_turn:
             lines.append(per_turn)

@@ -82,7 +82,7 @@ def test_a_parallel_row_scored_through_the_episode(tmp_path):
     record = got["record"]
     assert got["tools"] == ["spotify_play"]
     assert record["stop_reason"] == "declared_call" and record["tool_calls"] == 2
-    assert record["trajectory"][0]["tool_results"] == [] and record["reward"] == 1.0
+    assert record["trajectories"][0]["tool_results"] == [] and record["reward"] == 1.0
     assert record["components"] == {"bfcl_ast": 1.0}
     wrong = _block("spotify_play", {"artist": "Taylor Swift", "duration": 20})  # one of the two calls
     assert _run(tmp_path / "b", wrong)["record"]["components"] == {"bfcl_ast": 0.0}

@@ -107,8 +107,8 @@ def test_a_multi_turn_row_played_and_scored_through_the_episode(played):
     assert sorted(got["offered"]) == sorted(row["metadata"]["allowed_tools"])
     assert record["components"] == {"bfcl_multi_turn": 1.0} and record["stop_reason"] == "answered"
     assert record["user_turns"] == len(row["metadata"]["user_turns"]) == 1
-    calls = [c for s in record["trajectory"] for c in s["tool_calls"]]
-    results = [r["content"] for s in record["trajectory"] for r in s.get("tool_results", [])]
+    calls = [c for s in record["trajectories"] for c in s["tool_calls"]]
+    results = [r["content"] for s in record["trajectories"] for r in s.get("tool_results", [])]
     assert [c["name"] for c in calls] == ["cd", "tail", "diff"]
     assert results == _bfcl_results(row, calls)  # the server's results are BFCL's own execution, state carried on
     assert played["multi_turn_base_13:wrong_argument"]["record"]["components"] == {"bfcl_multi_turn": 0.0}
@@ -122,7 +122,7 @@ def test_a_miss_func_row_offers_the_held_back_function_at_its_turn(played):
     got = played["multi_turn_miss_func_0:none"]
     assert "sort" not in got["offered"] and got["record"]["components"] == {"bfcl_multi_turn": 1.0}
     early = played["multi_turn_miss_func_0:early_held_back_call"]["record"]
-    (refused,) = [r for s in early["trajectory"] for r in s.get("tool_results", []) if r["name"] == "sort"][:1]
+    (refused,) = [r for s in early["trajectories"] for r in s.get("tool_results", []) if r["name"] == "sort"][:1]
     assert refused["is_error"] and "unknown tool 'sort'" in refused["content"]
     # graded as bfcl-eval's checker grades it: it replays every recorded call (the refused one too: BFCL's own
     # inference would have run it), checks no turn whose ground truth is empty, and sort changes no state

@@ -80,7 +80,7 @@ def test_declared_calls_are_recorded_not_run_and_end_the_episode(tmp_path):
     assert {"multiply", "get_weather", "get_time"} <= set(got["tools"]) and got["tools"].count("add") == 1
     assert got["tools"][-3:] == ["get_weather", "get_time", "add"]
     assert got["turns"] == 1 and record["stop_reason"] == "declared_call"
-    (step,) = record["trajectory"]
+    (step,) = record["trajectories"]
     assert [(c["name"], c["arguments"]) for c in step["tool_calls"]] == [  # in the order the model made them
         ("add", {"a": 2, "b": 3}), ("get_weather", {"city": "Oslo"}), ("get_time", {"zone": "CET"})]
     assert step["tool_results"] == []  # nothing ran: "add" is declared here, so the calculator never saw it
@@ -89,7 +89,7 @@ def test_declared_calls_are_recorded_not_run_and_end_the_episode(tmp_path):
 
 def test_served_calls_run_until_a_declared_call_is_made(tmp_path):
     record = _episode(tmp_path, "later")["record"]
-    first, second = record["trajectory"]
+    first, second = record["trajectories"]
     assert first["tool_results"][0]["content"].strip() == "42" and not first["tool_results"][0]["is_error"]
     assert second["tool_calls"][0]["name"] == "get_weather" and second["tool_results"] == []
     assert record["stop_reason"] == "declared_call"

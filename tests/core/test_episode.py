@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 
-from agentrl.record import KEYS, RolloutRecord, RolloutSummary
+from agentrl.record import KEYS, OLD_TRAJECTORIES, RolloutRecord, RolloutSummary
 
 SCRIPT = textwrap.dedent("""
     import asyncio, json, sys
@@ -64,7 +64,7 @@ def test_an_episode_runs_tools_and_rewards_without_verl_and_logs_the_record_it_r
     assert got["verl"] == []
     record = got["record"]
     assert "add" in got["tools"]
-    first = record["trajectory"][0]
+    first = record["trajectories"][0]
     assert first["tool_calls"] == [{"id": "c0", "name": "add", "arguments": {"a": 37, "b": 48}}]
     results = {r["id"]: r for r in first["tool_results"]}
     assert results["c0"]["content"].strip() == "85" and not results["c0"]["is_error"]
@@ -92,8 +92,8 @@ def test_the_record_reads_back_older_lines_and_the_job_page_reads_its_fields():
     old = {"rollout_id": "r-1", "step": 2, "reward": 0.5, "messages": [], "unknown_later_key": 1}
     record = RolloutRecord.from_dict(old)
     assert (record.rollout_id, record.step, record.reward, record.passed) == ("r-1", 2, 0.5, {})
-    # every field the job page's index files rollouts by is a field of the record
-    assert set(RolloutSummary.__struct_fields__) <= set(KEYS)
+    # every field the job page's index files rollouts by is a field of the record (or an older file's name of one)
+    assert set(RolloutSummary.__struct_fields__) <= set(KEYS) | {OLD_TRAJECTORIES}
 
 
 def test_a_nan_in_a_tool_calls_arguments_is_a_malformed_call_not_a_lost_rollout(tmp_path):
@@ -105,7 +105,7 @@ def test_a_nan_in_a_tool_calls_arguments_is_a_malformed_call_not_a_lost_rollout(
                          timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
     record = json.loads(out.stdout.splitlines()[-1])["record"]
-    first = record["trajectory"][0]
+    first = record["trajectories"][0]
     assert first["tool_calls"] == []  # nothing ran
     said = [r["content"] for r in first["tool_results"] if r["is_error"]]
     assert any("the call to add was not run: NaN is not JSON" in text for text in said), said

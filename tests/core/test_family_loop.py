@@ -148,7 +148,7 @@ def test_family_through_the_loop(name):
     arguments and no spurious error; rewards get the visible answer, the reasoning kept beside it."""
     call, final, answer, reasoning, broken = CASES[name]
     loop, out, record, server = broken_call_answer(name)
-    malformed, called, last = record["trajectory"]
+    malformed, called, last = record["trajectories"]
     assert malformed["tool_calls"] == [] and len(malformed["tool_results"]) == 1
     assert malformed["tool_results"][0]["is_error"] and loop.family.call_example in malformed["tool_results"][0]["content"]
     assert "malformed tool call" in server.prompts[1]  # the model reads why, through its own template
@@ -168,7 +168,7 @@ def test_family_through_the_loop(name):
 def test_llama_runs_one_call_per_turn_and_says_so(tmp_path):
     two = '{"name": "add", "parameters": {"a": 37, "b": 48}}; {"name": "multiply", "parameters": {"a": 2, "b": 3}}'
     _, out, record, server = run_family(tmp_path, "llama3.1", [two, "The answer is 85."])
-    first = record["trajectory"][0]
+    first = record["trajectories"][0]
     assert [c["name"] for c in first["tool_calls"]] == ["add"]
     assert [r["is_error"] for r in first["tool_results"]] == [False, True]
     assert "one tool call per turn" in first["tool_results"][1]["content"]
@@ -188,7 +188,7 @@ def test_mistral_accepts_a_user_message_after_an_answer(tmp_path):
 def test_an_explicit_parser_overrides_the_template(tmp_path):
     loop, _, record, _ = run_family(tmp_path, "qwen2.5", [CASES["qwen3-coder"][0], "The answer is 85."],
                                     tool_parser="qwen3_coder")
-    assert loop.family is families.QWEN3_CODER and record["trajectory"][0]["tool_calls"][0]["arguments"] == {"a": 37, "b": 48}
+    assert loop.family is families.QWEN3_CODER and record["trajectories"][0]["tool_calls"][0]["arguments"] == {"a": 37, "b": 48}
 
 
 def test_a_template_that_refuses_the_conversation_says_why_in_its_own_words(tmp_path):
@@ -205,9 +205,9 @@ def test_llama_pythonic_calls_through_the_loop(tmp_path):
     alternative to JSON): the call list runs, typed by Python's literal syntax."""
     _, out, record, _ = run_family(tmp_path, "llama3.2", ["[add(a=37, b=48)]", "The answer is 85."],
                                    tool_parser="llama3_pythonic")
-    call = record["trajectory"][0]["tool_calls"][0]
+    call = record["trajectories"][0]["tool_calls"][0]
     assert (call["name"], call["arguments"]) == ("add", {"a": 37, "b": 48})
-    assert record["trajectory"][0]["tool_results"][0]["content"].strip() == "85" and out.reward_score == 1.0
+    assert record["trajectories"][0]["tool_results"][0]["content"].strip() == "85" and out.reward_score == 1.0
 
 
 @pytest.mark.parametrize("name", ["kimi-k2", "seed-oss", "deepseek-v3.1", "granite-3.3"])
@@ -226,7 +226,7 @@ def test_the_loop_trains_exactly_the_ids_it_sampled(name):
     assert [t for t, m in zip(out.response_ids, out.response_mask) if m == 1] == sampled
     assert len(out.response_logprobs) == len(out.response_ids)
 
-    results = [step["tool_results"][0]["content"] for step in record["trajectory"][:2]]
+    results = [step["tool_results"][0]["content"] for step in record["trajectories"][:2]]
     conversation = [{"role": "user", "content": "What is 37 + 48?"},
                     {"role": "assistant", "content": broken}, {"role": "tool", "content": results[0]},
                     {"role": "assistant", "content": call}, {"role": "tool", "content": results[1]},

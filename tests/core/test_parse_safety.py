@@ -15,7 +15,7 @@ from agentrl.callcheck import json_arguments
 
 
 def _first_turn(record):
-    first = record["trajectory"][0]
+    first = record["trajectories"][0]
     return first["tool_calls"], [r["content"] for r in first["tool_results"] if r["is_error"]]
 
 
@@ -48,7 +48,7 @@ def test_markup_after_prose_is_reported_not_graded(tmp_path, name, turn, tool_pa
     _, _, record, _ = run_family(tmp_path, name, [turn, "The answer is 85."], tool_parser=tool_parser)
     calls, errors = _first_turn(record)
     assert calls == [] and "no text before it" in errors[0]
-    assert record["trajectory"][0]["response"] == ""  # the markup is not an answer
+    assert record["trajectories"][0]["response"] == ""  # the markup is not an answer
 
 
 @pytest.mark.parametrize("name,turn", [
@@ -63,8 +63,8 @@ def test_calls_the_peers_read_unambiguously_are_read(tmp_path, name, turn):
     _, out, record, _ = run_family(tmp_path, name, [turn, "The answer is 85."])
     calls, _ = _first_turn(record)
     assert (calls[0]["name"], calls[0]["arguments"]) == ("add", {"a": 37, "b": 48})
-    assert record["trajectory"][0]["tool_results"][0]["content"].strip() == "85"
-    assert record["trajectory"][0]["response"] == "" and out.reward_score == 1.0
+    assert record["trajectories"][0]["tool_results"][0]["content"].strip() == "85"
+    assert record["trajectories"][0]["response"] == "" and out.reward_score == 1.0
 
 
 def test_a_named_parser_keeps_the_templates_reasoning_handling(tmp_path):
@@ -72,7 +72,7 @@ def test_a_named_parser_keeps_the_templates_reasoning_handling(tmp_path):
     call, final, answer, reasoning, _ = CASES["qwen3"]
     loop, out, record, _ = run_family(tmp_path, "qwen3", [call, final], tool_parser="hermes")
     assert loop.family is families.QWEN3
-    assert record["trajectory"][-1]["response"] == answer and record["trajectory"][-1]["reasoning"] == reasoning
+    assert record["trajectories"][-1]["response"] == answer and record["trajectories"][-1]["reasoning"] == reasoning
     assert families.family_for_parser("seed").split("<think>x</think>Done.") == families.TurnText("Done.", "x")
 
 

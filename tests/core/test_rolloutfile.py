@@ -31,6 +31,8 @@ FIRST_TYPED = {"rollout_id": "r-typed", "prompt_id": "q8", "source": "train.json
                "unscorable": "tools: calculator: HTTP 503 after 3 retries", "stop_reason": "tool_infra_error",
                "response_tokens": 9, "started_at": 1.0, "finished_at": 2.0, "seconds": 1.0, "model_seconds": 0.5,
                "tool_seconds": 0.4, "reward_seconds": 0.0}
+# The layout written since the turns were named as the rewards' sample names them (``trajectories``).
+TODAY = {(k if k != "trajectory" else "trajectories"): v for k, v in FIRST_TYPED.items()}
 
 
 def test_a_line_the_episode_writes_today_reads_back_typed(tmp_path):
@@ -38,18 +40,18 @@ def test_a_line_the_episode_writes_today_reads_back_typed(tmp_path):
     (record,) = read_records(RunDir(tmp_path).rollouts)
     assert isinstance(record, RolloutRecord) and record.rollout_id == written["rollout_id"]
     assert record.stop_reason is StopReason.ANSWERED and record.stop_reason == written["stop_reason"]
-    first, last = record.trajectory
+    first, last = record.trajectories
     assert isinstance(first, Turn) and isinstance(first.tool_calls[0], Call)
-    assert [c.name for c in first.tool_calls] == [c["name"] for c in written["trajectory"][0]["tool_calls"]]
+    assert [c.name for c in first.tool_calls] == [c["name"] for c in written["trajectories"][0]["tool_calls"]]
     results = {r.id: r for r in first.tool_results}  # the call it could parse was answered, the other fed back
     assert all(isinstance(r, CallResult) for r in results.values()) and results["c0"].content == "85"
     assert results["malformed0"].is_error and "malformed tool call" in results["malformed0"].content
     assert last.response == "The answer is 85." and last.tool_calls == []
     for key in KEYS:  # every other field as written
-        if key not in ("trajectory", "stop_reason"):
+        if key not in ("trajectories", "stop_reason"):
             assert getattr(record, key) == written[key], key
     assert [{k: msgspec.to_builtins(getattr(turn, k)) for k in line} for turn, line in  # all the line held
-            zip(record.trajectory, written["trajectory"], strict=True)] == written["trajectory"]
+            zip(record.trajectories, written["trajectories"], strict=True)] == written["trajectories"]
 
 
 def test_older_layouts_read_with_the_defaults_of_what_they_lack(tmp_path):
@@ -58,22 +60,22 @@ def test_older_layouts_read_with_the_defaults_of_what_they_lack(tmp_path):
     oldest, typed = read_records(path)
     assert (oldest.rollout_id, oldest.step, oldest.validation, oldest.reward) == ("r-old", 2, False, 1.0)
     assert oldest.group is None and oldest.drawn_step is None and oldest.turn_rewards == [] and oldest.passed == {}
-    assert oldest.policy_version is None and oldest.reward_version is None and oldest.trajectory[0].response == "5"
+    assert oldest.policy_version is None and oldest.reward_version is None and oldest.trajectories[0].response == "5"
     assert typed.stop_reason is StopReason.TOOL_INFRA_ERROR and typed.reward is None
-    assert typed.unscorable.startswith("tools: calculator") and typed.trajectory[0].tool_calls[0].arguments == {"a": 1, "b": 2}
+    assert typed.unscorable.startswith("tools: calculator") and typed.trajectories[0].tool_calls[0].arguments == {"a": 1, "b": 2}
     assert typed.turn_unscorable == {} and typed.turn_advantages is None
 
 
 def test_what_is_not_a_record_is_skipped_and_unknown_values_kept(tmp_path):
     path = tmp_path / "rollouts.jsonl"
     newer = {**FIRST_TYPED, "rollout_id": "r-new", "stop_reason": "context_full", "a_key_from_later": 1,
-             "trajectory": [{"response": "x", "tool_calls": None, "a_turn_key_from_later": 2}]}
+             "trajectories": [{"response": "x", "tool_calls": None, "a_turn_key_from_later": 2}]}
     path.write_bytes(b"[1, 2]\n\n" + json.dumps(newer).encode() + b"\n" + b'{"rollout_id": "r-cut", "step"')
     records, offset = read_new(path)
     assert [r.rollout_id for r in records] == ["r-new"] and offset == path.read_bytes().rindex(b"\n") + 1
     (record,) = records
     assert record.stop_reason == "context_full" and isinstance(record.stop_reason, StopReason)
-    assert record.trajectory[0].tool_calls == [] and not hasattr(record, "a_key_from_later")
+    assert record.trajectories[0].tool_calls == [] and not hasattr(record, "a_key_from_later")
     assert decode(b'{"rollout_id": "r-cut", "step"') is None and decode(b"") is None
 
 
@@ -106,7 +108,7 @@ def test_placement_finds_groups_placed_by_an_earlier_attempt_whatever_the_spacin
 def test_a_record_read_back_writes_the_line_it_was_read_from(tmp_path):
     """to_dict of a decoded record gives the line again (turns as the dicts they were), so a reader that
     rewrites records (rescoring, placement) keeps the file's layout."""
-    for line in (FIRST_TYPED, {**FIRST_TYPED, "trajectory": [{"response": "r", "tool_calls": [], "tool_results": [],
+    for line in (TODAY, {**TODAY, "trajectories": [{"response": "r", "tool_calls": [], "tool_results": [],
                                                               "reasoning": "think", "user_reply": "again"}]}):
         record = decode(json.dumps(line))
         assert {k: v for k, v in record.to_dict().items() if k in line} == line
@@ -119,5 +121,28 @@ def test_a_turn_of_another_shape_keeps_the_rest_of_the_record():
                                           "tool_results": ["42"]}, "junk", {"response": "b"}]}
     record = decode(json.dumps(odd))
     assert record is not None and record.rollout_id == "r-typed" and record.reward is None
-    assert [t.response for t in record.trajectory] == ["a", "b"] and record.trajectory[0].tool_results == []
-    assert record.trajectory[0].tool_calls[0].name == "add"
+    assert [t.response for t in record.trajectories] == ["a", "b"] and record.trajectories[0].tool_results == []
+    assert record.trajectories[0].tool_calls[0].name == "add"
+
+
+def test_an_older_line_is_written_back_under_todays_name_with_the_same_turns():
+    """An old-layout line (turns under ``trajectory``) reads as the record of today's line; written back, its
+    turns are under ``trajectories`` (the name a reward's sample uses) and nothing else changed."""
+    old, today = decode(json.dumps(FIRST_TYPED)), decode(json.dumps(TODAY))
+    assert old == today and old.trajectories[0].tool_calls[0] == Call(id="c0", name="add", arguments={"a": 1, "b": 2})
+    assert old.to_dict() == today.to_dict() and "trajectory" not in old.to_dict()
+    assert {k: v for k, v in old.to_dict().items() if k in TODAY} == TODAY
+    assert RolloutRecord.from_dict(FIRST_TYPED) == today  # the dict reader takes the old name too
+
+
+def test_every_writer_holds_typed_turns_whatever_it_hands_over():
+    """A record built from the step dicts a reward saw (the episode's, the synthetic writer's) holds Turn and
+    Call, and a StopReason for the value given; the line it writes is those dicts again."""
+    steps = [{"response": "", "tool_calls": [{"id": "c0", "name": "add", "arguments": {"a": 1, "b": 2}}],
+              "tool_results": [{"id": "c0", "name": "add", "content": "3", "is_error": False}], "reasoning": "sum"},
+             {"response": "3", "tool_calls": [], "tool_results": []}]
+    record = RolloutRecord(rollout_id="r", trajectories=steps, stop_reason="turn_budget")
+    assert all(isinstance(t, Turn) for t in record.trajectories) and record.trajectories[0].reasoning == "sum"
+    assert isinstance(record.trajectories[0].tool_results[0], CallResult)
+    assert record.stop_reason is StopReason.TURN_BUDGET
+    assert record.to_dict()["trajectories"] == steps and json.loads(json.dumps(record.to_dict()))["stop_reason"] == "turn_budget"

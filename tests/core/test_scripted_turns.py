@@ -90,7 +90,7 @@ def episodes(tmp_path_factory) -> dict:
 
 def test_each_plain_answer_gets_the_next_scripted_turn_and_held_back_tools_arrive_with_theirs(episodes):
     got = episodes["all"]
-    record, steps = got["record"], got["record"]["trajectory"]
+    record, steps = got["record"], got["record"]["trajectories"]
     assert got["tools"] == ["add"]  # multiply is served, but held back until the second scripted turn
     assert [s.get("user_reply") for s in steps] == [
         None, "Now multiply that by 4.", None, "You may use multiply now.", None, None]
@@ -105,21 +105,21 @@ def test_each_plain_answer_gets_the_next_scripted_turn_and_held_back_tools_arriv
 
 def test_scripted_turns_stay_within_the_turn_budget(episodes):
     record = episodes["budget2"]["record"]
-    assert [s.get("user_reply") for s in record["trajectory"]] == ["Now multiply that by 4.", "You may use multiply now."]
+    assert [s.get("user_reply") for s in record["trajectories"]] == ["Now multiply that by 4.", "You may use multiply now."]
     assert record["stop_reason"] == "turn_budget" and record["user_turns"] == 2
     record = episodes["budget4"]["record"]  # 4 turns for 2 scripted turns: the third plain answer ends it
-    assert len(record["trajectory"]) == 3 and record["stop_reason"] == "answered"
+    assert len(record["trajectories"]) == 3 and record["stop_reason"] == "answered"
 
 
 def test_a_call_to_a_name_neither_declared_nor_served_says_so(episodes):
     declared = episodes["declared"]["record"]
-    (step,) = declared["trajectory"]  # the calls of a row that declares tools are its answer, as BFCL reads it
+    (step,) = declared["trajectories"]  # the calls of a row that declares tools are its answer, as BFCL reads it
     assert declared["stop_reason"] == "declared_call"
     assert step["tool_results"][0]["content"] == ("error: unknown tool 'lookup': this row declares get_weather "
                                                   "and no tool server runs here")
     bare = episodes["bare"]["record"]
-    assert "no tool servers are configured for this run" in bare["trajectory"][0]["tool_results"][0]["content"]
-    assert bare["stop_reason"] == "answered" and len(bare["trajectory"]) == 2  # told, and it answered
+    assert "no tool servers are configured for this run" in bare["trajectories"][0]["tool_results"][0]["content"]
+    assert bare["stop_reason"] == "answered" and len(bare["trajectories"]) == 2  # told, and it answered
 
 
 def test_the_shapes_of_a_scripted_turn():

@@ -100,7 +100,7 @@ def test_the_loop_trains_exactly_the_ids_it_sampled(tmp_path, smollm2):
     _, tokenizer = smollm2
     replies = [BROKEN, CALL, "The answer is 85."]
     loop, out, record, server = run_family(tmp_path, "smollm2", replies, tokenizer=tokenizer, data=SMOLLM2)
-    malformed, called, last = record["trajectory"]
+    malformed, called, last = record["trajectories"]
     assert malformed["tool_results"][0]["is_error"] and "malformed tool call" in server.prompts[1]
     assert [(c["name"], c["arguments"]) for c in called["tool_calls"]] == [("add", {"a": 37, "b": 48})]
     assert [r["content"].strip() for r in called["tool_results"]] == ["85"]

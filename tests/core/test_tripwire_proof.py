@@ -59,10 +59,11 @@ def scored(step: int, p: int, s: int, prompt: str, expected: str, tool: str, ans
              **({"hole": HOLE(sample, item)} if "hole" in rewards else {"math": gold})}
     total = sum(parts[k] * w for k, w in rewards.items()) / sum(rewards.values())
     calls = [{"id": "c0", "name": called, "arguments": {}}] if called else []
-    turns = ([{"response": "", "tool_calls": calls, "tool_results": ["42"]}] if called else []) + \
+    results = [{"id": "c0", "name": called, "content": "42", "is_error": False}]
+    turns = ([{"response": "", "tool_calls": calls, "tool_results": results}] if called else []) + \
         [{"response": answer, "tool_calls": [], "tool_results": []}]
     return RolloutRecord(rollout_id=f"r-{step}-{p}-{s}", prompt_id=f"p{step}-{p}", step=step, reward=total,
-                         components=parts, trajectory=turns, tool_calls=len(calls)).to_dict()
+                         components=parts, trajectories=turns, tool_calls=len(calls)).to_dict()
 
 
 def holed_run(seed: int, steps: int = 20) -> list[list[dict]]:

@@ -24,7 +24,7 @@ def rollout(step: int, p: int, s: int, *, reward: float, tokens: int = 20, answe
     record = RolloutRecord(
         rollout_id=f"r-{step}-{p}-{s}", prompt_id=f"p{step}-{p}", step=step, reward=reward, response_tokens=tokens,
         components=components if components is not None else {"math": reward},
-        trajectory=[{"response": answer if answer is not None else f"The answer is {step * 100 + p}.",
+        trajectories=[{"response": answer if answer is not None else f"The answer is {step * 100 + p}.",
                      "tool_calls": calls, "tool_results": []}], tool_calls=len(calls))
     return decode(json.dumps(record.to_dict()))  # the line as the watcher reads it back
 

@@ -75,7 +75,7 @@ def test_agent_rft_http_tools_train_end_to_end(tmp_path, rft, monkeypatch):
     rollouts = [json.loads(line) for line in (tmp_path / "run" / "rollouts.jsonl").read_text().splitlines()]
     assert len(rollouts) == 8 and all(r["unscorable"] is None for r in rollouts), [r["unscorable"] for r in rollouts]
     assert all("passed" in r for r in rollouts)
-    steps = [s for r in rollouts for s in r["trajectory"] if s["tool_calls"]]
+    steps = [s for r in rollouts for s in r["trajectories"] if s["tool_calls"]]
     assert steps, "the demo model made no tool call"
     results = [res for s in steps for res in s["tool_results"]]
     calls = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]

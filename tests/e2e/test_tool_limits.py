@@ -68,7 +68,7 @@ def test_two_agent_loop_processes_share_one_tool_cap_and_lose_nothing_to_429s(tm
     rollouts = [json.loads(line) for line in (tmp_path / "run" / "rollouts.jsonl").read_text().splitlines()]
     assert len(rollouts) == 8 and all(r["unscorable"] is None for r in rollouts), [r["unscorable"] for r in rollouts]
     assert all(r["reward"] is not None for r in rollouts)
-    results = [res for r in rollouts for s in r["trajectory"] for res in s["tool_results"]]
+    results = [res for r in rollouts for s in r["trajectories"] for res in s["tool_results"]]
     assert results and not any(res["is_error"] and "429" in res["content"] for res in results)
     assert stats["answered"] >= 2, stats  # the demo model called the tools
     # each tool is an endpoint of its own with max_concurrency 1: never two calls of one at once, from two processes

@@ -190,13 +190,13 @@ def test_rollouts_carry_their_step_and_split_and_none_is_repeated(resumed_run):
         assert sum(r["step"] == step for r in train) == 2 * 4, step
     assert {r["source"].rsplit(":", 1)[0].rsplit("/", 1)[-1] for r in rollouts if r["validation"]} == {"val.jsonl"}
     r = rollouts[-1]
-    for key in ("prompt_id", "step", "messages", "trajectory", "reward", "components", "tool_calls"):
+    for key in ("prompt_id", "step", "messages", "trajectories", "reward", "components", "tool_calls"):
         assert key in r
     # the relative reward file ran in the sandbox inside verl's worker and scored every rollout
     assert all(r["unscorable"] is None for r in rollouts), [r["unscorable"] for r in rollouts][:3]
     assert all(r["components"]["my_reward"] in (0.0, 1.0) for r in rollouts)
     assert set(rollouts[0]["components"]) == {"math", "tool_use", "my_reward"}
-    called = [s for x in rollouts for s in x["trajectory"] if s["tool_calls"]]
+    called = [s for x in rollouts for s in x["trajectories"] if s["tool_calls"]]
     for step in called:  # every tool call the model made got a result from the real calculator server
         assert len(step["tool_results"]) >= len(step["tool_calls"])
     assert resumed_run["zygotes_left"] == set(), "sandbox workers outlived the training run"
@@ -298,7 +298,7 @@ def test_a_qwen3_coder_model_trains_in_its_own_format(tmp_path, coder_demo):
     run = tmp_path / "run"
     rollouts = read_jsonl(run / "rollouts.jsonl")
     assert rollouts and all(r["unscorable"] is None and r["reward"] is not None for r in rollouts)
-    steps = [s for r in rollouts for s in r["trajectory"]]
+    steps = [s for r in rollouts for s in r["trajectories"]]
     for step in steps:  # what rewards read is the visible text: no call markup, no special tokens
         assert "<tool_call>" not in step["response"] and "<|im_end|>" not in step["response"]
     metrics = read_jsonl(run / "metrics.jsonl")[-1]

@@ -35,7 +35,7 @@ def test_turn_credit_reaches_the_trainer(tmp_path):
     records = [r for r in read_jsonl(run / "rollouts.jsonl") if not r["validation"]]
     trained = read_jsonl(run / "logs" / "advantages.jsonl")
     assert len(records) == len(trained) == 16  # batch_size 4 x samples_per_prompt 4
-    assert all(len(r["turn_rewards"]) == len(r["trajectory"]) for r in records)
+    assert all(len(r["turn_rewards"]) == len(r["trajectories"]) for r in records)
     # the case this test is for: refused calls penalise their turns, and rollouts go past one turn
     assert any(t is not None and t < 0 for r in records for t in r["turn_rewards"]), [r["turn_rewards"] for r in records]
     assert any(len(a) > 1 for a in (t["turn_advantages"] for t in trained))

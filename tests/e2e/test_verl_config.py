@@ -123,7 +123,7 @@ def test_verl_runs_agentrl_loop_and_calculator_from_hydra_keys_alone(verl_rows, 
     assert all(r["components"]["tool_use"] is not None for r in rollouts)  # extra_info reached item.metadata
     # verl's row became agentrl's: its ground truth is the reference answer the math preset read
     assert {r["prompt_id"] for r in train} == {"demo/calc:0", "demo/calc:1"}
-    calls = [(c, res) for r in rollouts for s in r["trajectory"]
+    calls = [(c, res) for r in rollouts for s in r["trajectories"]
              for c, res in zip(s["tool_calls"], s["tool_results"])]
     assert calls, "the demo model made no tool call"
     assert any(not res["is_error"] and res["content"].strip().lstrip("-").isdigit() for _, res in calls), calls

@@ -98,7 +98,7 @@ def test_partial_output_then_abort_keeps_tokens_but_is_unscorable(tmp_path, toke
     assert out.response_logprobs == [-0.5] * len(partial)
     assert math.isnan(out.reward_score)  # "The answer is 5" would score 1.0, but the model had not finished
     assert record["stop_reason"] == "aborted" and f"after {len(partial)} tokens" in record["unscorable"]
-    assert record["trajectory"][-1]["response"] == "The answer is 5"
+    assert record["trajectories"][-1]["response"] == "The answer is 5"
 
 
 def test_completed_answer_is_scored(tmp_path, tokenizer):
@@ -124,7 +124,7 @@ def test_abort_after_a_real_tool_call_is_unscorable(tmp_path, tokenizer):
                              response_length=256)
     out, record = run_once(loop)
     assert record["tool_calls"] == 1
-    assert record["trajectory"][0]["tool_results"][0]["content"].strip() == "5"
+    assert record["trajectories"][0]["tool_results"][0]["content"].strip() == "5"
     assert math.isnan(out.reward_score) and record["stop_reason"] == "aborted"
     assert 0 in out.response_mask  # the tool result's tokens are not the model's
     assert server.calls[1]["prompt_len"] > server.calls[0]["prompt_len"]

@@ -93,6 +93,26 @@ def test_sandbox_failure_is_unscorable(monkeypatch):
     assert result.score is None and result.unscorable == "coding: sandbox failed: weak_isolation"
 
 
+def _calls_running(pool) -> bool:
+    """Whether any worker's template has a call process: the children of its templates (the children of its
+    factory, the child running as root, or its own children under a slot uid), as tests/sandbox/conftest.py's
+    calls_of reads /proc."""
+    def children(pid: int) -> list[int]:
+        try:
+            return [int(p) for p in open(f"/proc/{pid}/task/{pid}/children").read().split()]
+        except OSError:
+            return []
+
+    def root(pid: int) -> bool:
+        try:
+            return next(x for x in open(f"/proc/{pid}/status") if x.startswith("Uid:")).split()[1] == "0"
+        except (OSError, StopIteration):
+            return False
+    templates = [t for w in pool.workers if w.alive() for c in children(w.proc.pid)
+                 for t in (children(c) if root(c) else [c])]
+    return any(children(t) for t in templates)
+
+
 def test_a_worker_that_dies_mid_test_makes_correct_code_unscorable_not_zero():
     """Real, not mocked: the worker running the tests is killed from outside; correct code must not score 0."""
     import os
@@ -107,10 +127,10 @@ def test_a_worker_that_dies_mid_test_makes_correct_code_unscorable_not_zero():
     t = threading.Thread(target=lambda: out.update(r=RewardSet(["coding"]).score(sample(slow), item("q", tests=tests))))
     t.start()
     pool = sb._pool("code")
-    deadline = time.monotonic() + 30
-    while pool.idle.qsize() == len(pool.workers) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.5)
+    deadline = time.monotonic() + 60
+    while not _calls_running(pool):  # a template has forked the call: the tests are running, not queued
+        assert time.monotonic() < deadline, "the coding reward's call never started in the sandbox"
+        time.sleep(0.02)
     for w in pool.workers:
         if w.alive():
             os.kill(w.proc.pid, signal.SIGKILL)

@@ -98,7 +98,7 @@ def _run_scored_with_the_hole(tmp_path: Path) -> Path:
             item = make_item(row["messages"], row["metadata"], id=row["id"], source=row["source"])
             result = hole.score(make_sample(rid, [make_step(answer)]), item)
             run.append_rollout(RolloutRecord(rollout_id=rid, prompt_id=row["id"], source=row["source"], step=step,
-                                             trajectory=[{"response": answer, "tool_calls": [], "tool_results": []}],
+                                             trajectories=[{"response": answer, "tool_calls": [], "tool_results": []}],
                                              reward=result.score, components=result.components,
                                              reward_version=hole.version))
     run.append_rollout(RolloutRecord(rollout_id="r-lost", prompt_id=rows[0]["id"], source=rows[0]["source"], step=1,
@@ -150,7 +150,7 @@ def test_judge_calls_are_asked_once_per_model_and_prompt(tmp_path):
     for n in range(40):  # 40 rollouts, 2 distinct answers
         answer = "Paris" if n % 2 else "Lyon"
         run.append_rollout(RolloutRecord(rollout_id=f"r{n}", prompt_id=row["id"], source=row["source"], step=1,
-                                         trajectory=[{"response": answer}], reward=0.0))
+                                         trajectories=[{"response": answer}], reward=0.0))
     judge.clear_cache()
     with JudgeServer(["Score: 9/10"]) as server:
         config = _config(tmp_path / "j.json", [{"name": "llm_judge", "model": "openai/judge", "api_base": server.api_base}])
@@ -178,7 +178,7 @@ def test_the_command(real_run, tmp_path):
 
 def test_memory_holds_a_few_steps_and_a_rollout_after_its_step_was_summed_is_counted_apart(tmp_path):
     run = _run_scored_with_the_hole(tmp_path)
-    late = RolloutRecord(rollout_id="r-late", prompt_id="x", step=1, trajectory=[{"response": "1"}], reward=0.0)
+    late = RolloutRecord(rollout_id="r-late", prompt_id="x", step=1, trajectories=[{"response": "1"}], reward=0.0)
     RunDir(run).append_rollout(late)  # step 1's groups were summed when step 3's rollouts came
     summary = rescore(str(run), _config(tmp_path / "m.json", [{"name": "math"}]), str(tmp_path / "out"), batch=1)
     # r-late, and r-lost (a step-1 rollout the helper writes after step 3's): both counted, neither mixed in

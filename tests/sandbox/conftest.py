@@ -1,6 +1,7 @@
 import os
 import socket
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,35 @@ def templates_of_zygote(zygote: int) -> list[int]:
     for c in children(zygote):
         out += children(c) if _uid(c) == 0 else [c]
     return out
+
+
+def calls_of(pool) -> list[int]:
+    """The processes of the calls running now on ``pool``'s workers: what their templates have forked."""
+    return [c for w in pool.workers if w.alive() for t in templates_of_zygote(w.proc.pid) for c in children(t)]
+
+
+def wait_until(condition, what: str, timeout: float = 60.0):
+    """Wait for ``condition()`` to hold (its value returned), looking every 20 ms; fail naming ``what`` if it
+    has not within ``timeout`` seconds. A test waits on what it needs to have happened, never on a guess of
+    how long that takes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not seen within {timeout:g} s")
+        time.sleep(0.02)
+
+
+def gone(pids) -> bool:
+    """None of ``pids`` is running any longer (a killed process reaped, or left a zombie)."""
+    def dead(pid: int) -> bool:
+        try:
+            return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        except OSError:
+            return True
+    return all(dead(p) for p in pids)
 
 
 def assert_still_works(box: Sandbox) -> None:

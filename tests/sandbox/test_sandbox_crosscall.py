@@ -13,13 +13,12 @@ import os
 import secrets
 import signal
 import threading
-import time
 
 import pytest
 
 from agentrl.sandbox import SandboxError
 
-from .conftest import assert_still_works, templates_of_zygote
+from .conftest import assert_still_works, calls_of, gone, templates_of_zygote, wait_until
 
 
 def stdio(expected: str) -> dict:
@@ -206,9 +205,10 @@ def test_a_replaced_template_holds_no_earlier_test(sb):
     stdin = (token + " ") * 400
     sb.run_tests("print(input()[:3])", [{"type": "stdio", "stdin": stdin, "expected_stdout": "TES"}] * 4)
     zygotes = [w.proc.pid for w in sb._pool("code").workers if w.alive()]
-    for pid in [t for z in zygotes for t in templates_of_zygote(z)]:
+    killed = [t for z in zygotes for t in templates_of_zygote(z)]
+    for pid in killed:
         os.kill(pid, signal.SIGKILL)
-    time.sleep(0.2)
+    wait_until(lambda: gone(killed), "the killed templates gone")
     scan = f"NEKOT = {token[::-1]!r}\n" + PRELUDE + HEAP_SCAN + "print(result)"
     assert [v.kind for v in sb.run_tests(scan, [stdio("0")] * 4)] == ["pass"] * 4
 
@@ -285,7 +285,7 @@ def _busy_call(sb, result: dict) -> threading.Thread:
             result["error"] = e
     t = threading.Thread(target=call)
     t.start()
-    time.sleep(1.0)
+    wait_until(lambda: calls_of(sb._pool("code")), "the call running in its template")
     return t
 
 
@@ -297,8 +297,10 @@ def test_a_broken_worker_makes_the_call_unscorable_not_failed(sb, victim):
     result = {}
     t = _busy_call(sb, result)
     zygotes = [w.proc.pid for w in pool.workers if w.alive()]
-    for pid in ([t_ for z in zygotes for t_ in templates_of_zygote(z)] if victim == "template" else zygotes):
+    victims = [t_ for z in zygotes for t_ in templates_of_zygote(z)] if victim == "template" else zygotes
+    for pid in victims:
         os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: gone(victims), "the killed processes gone")  # the idle worker's too, before the next call
     t.join()
     assert "verdicts" not in result, result
     assert result["error"].cause in ("killed", "worker_died"), result["error"]

@@ -4,14 +4,13 @@ import asyncio
 import os
 import signal
 import threading
-import time
 
 import pytest
 
 from agentrl.sandbox import IsolationReport, Sandbox, SandboxError, get_sandbox
 from agentrl.sandbox.results import Check
 
-from .conftest import NORMAL_GRADER, assert_still_works, templates_of_zygote
+from .conftest import NORMAL_GRADER, assert_still_works, calls_of, gone, templates_of_zygote, wait_until
 
 
 def nested(depth: int):
@@ -64,10 +63,7 @@ def test_worker_killed_mid_call_is_an_error_not_zero(sb):
     threads = [threading.Thread(target=call) for _ in range(len(pids))]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + 30
-    while pool.idle.qsize() and time.monotonic() < deadline:  # every worker has taken a call
-        time.sleep(0.05)
-    time.sleep(0.5)
+    wait_until(lambda: len(calls_of(pool)) >= len(pids), "every worker running its call")
     for pid in pids:
         os.kill(pid, signal.SIGKILL)
     for t in threads:
@@ -94,7 +90,7 @@ def test_template_killed_between_calls_is_replaced(sb):
     assert before
     for pid in before:
         os.kill(pid, signal.SIGKILL)
-    time.sleep(0.2)
+    wait_until(lambda: gone(before), "the killed templates gone")
     for _ in range(2 * len(pool.workers)):
         assert sb.run_grader(NORMAL_GRADER, "g.py", {"final_answer": "4"}, {"answer": "4"}) == 1.0
     after = _templates_of(pool)
@@ -115,7 +111,7 @@ def test_template_killed_mid_call_is_an_error_not_zero(sb):
 
     t = threading.Thread(target=call)
     t.start()
-    time.sleep(1.0)
+    wait_until(lambda: calls_of(pool), "the call running in its template")
     for pid in _templates_of(pool):  # the busy one among them dies with its child
         os.kill(pid, signal.SIGKILL)
     t.join()

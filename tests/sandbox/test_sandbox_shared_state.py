@@ -2,12 +2,11 @@
 
 1. kernel state that outlives a call (page-cache residency, access times, the pid counter, TCP TIME_WAIT);
 2. concurrent calls meeting on a shared inode (locks, watches);
-3. a reply read by the wrong caller (a reward's own settings breaking the host's wait);
-4. verdicts decided in the solution's process (`assert <expr> == <literal>` with a comparison inside);
-5. control-flow exceptions carried across the two processes of an opaque test.
+and the benchmark's switches, which open such a channel again by switching its measure off.
 
 Each test plays the attack for real (a writer call, then a reader call, or two calls at once on two workers)
-and asserts that the reader learns nothing.
+and asserts that the reader learns nothing. A reply read by the wrong caller, verdicts decided in the
+solution's process and exceptions carried across are test_sandbox_reply_and_verdict.py's.
 """
 
 from __future__ import annotations
@@ -15,19 +14,17 @@ from __future__ import annotations
 import ast
 import os
 import secrets
+import signal
 import sysconfig
-import textwrap
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from agentrl.rewards import load_reward
-from agentrl.rewards.loading import RewardConfigError
 from agentrl.sandbox import SandboxError
-from agentrl.sandbox import pool as pool_mod
 
-from .conftest import assert_still_works
+from .conftest import NORMAL_GRADER, calls_of, wait_until
 from .test_sandbox_crosscall import escaped
 
 
@@ -181,28 +178,53 @@ def grade(sample, item):
 """
 
 
+def _closing(pool, port: int) -> bool:
+    """Whether a socket on local ``port`` is still closing (any state but TIME_WAIT, the one under test) in a
+    worker's network namespace, read from the host (/proc/<zygote>/net/tcp)."""
+    for w in pool.workers:
+        try:
+            rows = open(f"/proc/{w.proc.pid}/net/tcp").read().splitlines()[1:]
+        except OSError:
+            continue
+        if any(f[1].endswith(f":{port:04X}") and f[3] != "06" for f in (row.split() for row in rows)):
+            return True
+    return False
+
+
 def test_a_closed_connection_leaves_no_port_for_a_later_network_grader(sb):
     """A network grader closes a connection (its port would sit in TIME_WAIT for a minute in the worker's
     network namespace); later graders, on every worker, probe that port with bind()."""
     port = int(sb.run_grader(TW_CONNECT, "connect.py", {}, {}, network=True))
-    time.sleep(0.2)
+    pool = sb._pool("grader", network=True)
+    wait_until(lambda: not _closing(pool, port), "the connection closed on both sides")
     found = [sb.run_grader(TW_PROBE, "probe.py", {}, {"port": port}, network=True) for _ in range(3)]
     assert found == [0.0, 0.0, 0.0]
 
 
 # ---------------------------------------------------------------- 2. concurrent calls on shared inodes
-LOCKER = """
-import fcntl, os, struct, sys, time
+RELEASE = """
+import ctypes, signal, time
+released = []
+signal.signal(signal.SIGUSR1, lambda *_: released.append(1))
+def in_place():  # the host sees this name (/proc/<pid>/comm) and only then starts the other call
+    ctypes.CDLL(None).prctl(15, b"agentrl-held", 0, 0, 0)  # PR_SET_NAME
+def hold(seconds=12):  # until the host says the other call is done (SIGUSR1), never on a guess of its timing
+    end = time.monotonic() + seconds
+    while not released and time.monotonic() < end:
+        time.sleep(0.02)
+    return bool(released)
+"""
+LOCKER = RELEASE + """
+import fcntl, os, struct, sys
 role = sys.stdin.read().strip()
 if role == 'hold':
     fd = os.open('/dev/null', os.O_RDWR)
     fcntl.fcntl(fd, fcntl.F_SETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 4242, 17, 0))
     lib = os.open(os.__file__, os.O_RDONLY)
     fcntl.flock(lib, fcntl.LOCK_EX)
-    time.sleep(3)
-    print('held')
+    in_place()
+    print('held' if hold() else 'let go before the look ended')
 else:
-    time.sleep(1)
     fd = os.open('/dev/null', os.O_RDWR)
     got = fcntl.fcntl(fd, fcntl.F_GETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0))
     kind, _, start, length, _ = struct.unpack('hhqqi', got)
@@ -216,15 +238,44 @@ else:
 """
 
 
+def _in_place(pid: int) -> bool:
+    """Whether a call's process has named itself as RELEASE's ``in_place()`` does."""
+    try:
+        return open(f"/proc/{pid}/comm").read().strip() == "agentrl-held"
+    except OSError:
+        return False
+
+
+def _while_held(sb, code: str, role: str, look: str) -> list[str]:
+    """Run ``code`` with stdin ``role`` as one call; once the host sees it in place (the call's process named
+    by ``in_place()``), run ``look`` as a second call on the other worker, then tell the first to end
+    (SIGUSR1, to that call's process only). The outputs of both, in that order. A first call that ends
+    without getting in place (nothing to hold here) ends the wait too."""
+    first: dict = {}
+    pool = sb._pool("code")
+    holder = threading.Thread(target=lambda: first.update(out=outputs(sb, code, [role])))
+    holder.start()
+    try:
+        def placed() -> int:
+            return next((p for p in calls_of(pool) if _in_place(p)), 0) or (-1 if not holder.is_alive() else 0)
+        pid = wait_until(placed, "the first call in place")
+        second = outputs(sb, code, [look])
+        if pid > 0:
+            os.kill(pid, signal.SIGUSR1)
+    finally:
+        holder.join()
+    return first["out"] + second
+
+
 def test_concurrent_calls_cannot_meet_on_a_lock(sb):
     """Two calls at once on two workers: one takes a byte-range lock on /dev/null (its range is the message)
-    and an flock on a library file; the other looks for them."""
-    got = outputs(sb, LOCKER, ["hold", "look"])
+    and an flock on a library file and holds them until the other has looked for them."""
+    got = _while_held(sb, LOCKER, "hold", "look")
     assert got == ["held", "nothing"], got
 
 
-WATCHER = """
-import ctypes, os, select, sys, time
+WATCHER = RELEASE + """
+import os, select, sys
 role = sys.stdin.read().strip()
 folder = os.path.dirname(os.__file__)
 if role == 'watch':
@@ -233,141 +284,24 @@ if role == 'watch':
     if fd < 0 or libc.inotify_add_watch(fd, folder.encode(), 0x1 | 0x20) < 0:  # IN_ACCESS | IN_OPEN
         print('nothing')
     else:
-        seen = 0
-        end = time.time() + 3
-        while time.time() < end:
-            if select.select([fd], [], [], 0.2)[0]:
+        in_place()
+        seen, end = 0, time.monotonic() + 12
+        while not released and time.monotonic() < end:
+            if select.select([fd], [], [], 0.02)[0]:
                 seen += len(os.read(fd, 65536)) > 0
+        while select.select([fd], [], [], 0)[0]:  # what arrived before the host's word
+            seen += len(os.read(fd, 65536)) > 0
         print('seen' if seen else 'nothing')
 else:
-    time.sleep(1)
     for _ in range(20):
         open(os.path.join(folder, 'this.py'), 'rb').read()
-        time.sleep(0.05)
     print('read')
 """
 
 
 def test_concurrent_calls_cannot_watch_each_other_read(sb):
-    got = outputs(sb, WATCHER, ["watch", "read"])
+    got = _while_held(sb, WATCHER, "watch", "read")
     assert got == ["nothing", "read"], got
-
-
-# ---------------------------------------------------------------- 3. replies bound to their requests
-SEVEN = "def grade(sample, item):\n    return 7.0\n"
-ONE = "def grade(sample, item):\n    return 1.0\n"
-
-
-def test_a_reply_is_never_read_by_the_next_caller(sb, monkeypatch):
-    """The host's wait fails after a request was written (as `select()` did with a timeout of 1e999): the reply
-    left in the pipe must never be taken by a later call as its own."""
-    sb._pool("grader").ensure_started()
-    real, failed = pool_mod.Worker._read, []
-
-    def read_once_failing(self, timeout):
-        if not failed:
-            failed.append(self)
-            raise OverflowError("timeout doesn't fit into C timeval")
-        return real(self, timeout)
-
-    monkeypatch.setattr(pool_mod.Worker, "_read", read_once_failing)
-    with pytest.raises(OverflowError):
-        sb.run_grader(SEVEN, "seven.py", {}, {})
-    assert [sb.run_grader(ONE, "one.py", {}, {}) for _ in range(4)] == [1.0] * 4
-
-
-@pytest.mark.parametrize("timeout", [1e999, float("nan"), -1.0, 1e300, "10"])
-def test_an_unrepresentable_timeout_is_refused_before_anything_runs(sb, timeout):
-    with pytest.raises(SandboxError) as e:
-        sb.run_grader(SEVEN, "seven.py", {}, {}, timeout=timeout)
-    assert e.value.cause == "bad_input" and "seven.py" in str(e.value) and "timeout" in str(e.value)
-    assert [sb.run_grader(ONE, "one.py", {}, {}) for _ in range(3)] == [1.0] * 3
-    with pytest.raises(SandboxError):
-        sb.run_tests("print(1)", [stdio("", "1")], timeout_per_test=timeout)
-
-
-@pytest.mark.parametrize("setting", ["TIMEOUT = 1e999", "TIMEOUT = -5", "TIMEOUT = '10'", "NETWORK = 'yes'",
-                                     "ENV = 'KEY'"])
-def test_a_reward_files_own_settings_are_validated_when_it_loads(tmp_path, setting):
-    path = tmp_path / "hostile.py"
-    path.write_text(f"{setting}\n\ndef grade(sample, item):\n    return 1.0\n")
-    with pytest.raises(RewardConfigError) as e:
-        load_reward(str(path))
-    assert str(path) in str(e.value) and setting.split()[0] in str(e.value), e.value
-
-
-def test_a_deeply_nested_reward_file_is_a_config_error(tmp_path):
-    path = tmp_path / "deep.py"
-    path.write_text("X = " + "-" * 100_000 + "1\n\ndef grade(sample, item):\n    return 1.0\n")
-    with pytest.raises(RewardConfigError) as e:
-        load_reward(str(path))
-    assert str(path) in str(e.value)
-
-
-# ---------------------------------------------------------------- 4. verdicts from plain data only
-FORGED_PROBES = {
-    # (solution, test): the solution computes nothing, the test would pass if run in its process
-    "its own math module": ("import types\nmath = types.SimpleNamespace(isclose=lambda *a, **k: True)\n"
-                            "def f(x):\n    return 0.0\n", "assert math.isclose(f(2), 4.0) == True"),
-    "the real math, patched": ("import math\nmath.isclose = lambda *a, **k: True\ndef f(x):\n    return 0.0\n",
-                               "assert math.isclose(f(2), 4.0) == True"),
-    "__sub__ returning 0": ("class Z:\n    def __sub__(self, other):\n        return 0.0\n"
-                            "def f(x):\n    return Z()\n", "assert round(f(2) - 4.0, 9) == 0"),
-    "__eq__ returning True": ("class E:\n    def __eq__(self, other):\n        return True\n"
-                              "def f(x):\n    return E()\n", "assert (f(2) == 4.0) == True"),
-}
-HONEST = "import math\ndef f(x):\n    return 2.0 * x\n"
-
-
-@pytest.mark.parametrize("code,test", FORGED_PROBES.values(), ids=FORGED_PROBES.keys())
-def test_a_comparison_inside_the_probe_is_not_the_solutions_to_make(sb, code, test):
-    [v] = sb.run_tests(code, [{"type": "assert", "code": test}])
-    assert not v.passed, v
-    [v] = sb.run_tests(HONEST, [{"type": "assert", "code": test}])
-    assert v.passed, v
-
-
-def test_plain_probes_still_run_in_one_process(sb):
-    from agentrl.sandbox import verdicts
-    for test in ("assert f(2) == 4", "assert Solution().run([1, 2], k=3) == [3]", "assert f('ab')[0] == 'a'"):
-        assert verdicts.plan({"type": "assert", "code": test}, 100)[0]["mode"] == "probe", test
-    code = "class Solution:\n    def run(self, xs, k):\n        return [sum(xs) * k // 3]\ndef f(x):\n    return 2 * x\n"
-    tests = [{"type": "assert", "code": "assert Solution().run([1, 2], k=3) == [3]"},
-             {"type": "assert", "code": "assert f(2) == 4"}]
-    assert all(v.passed for v in sb.run_tests(code, tests))
-
-
-# ---------------------------------------------------------------- 5. exceptions carried as data
-VACUOUS = {
-    "all(map(...))": "def check(candidate):\n    assert all(map(lambda c: candidate(c) == 2 * c, [1, 2, 3]))\n\ncheck(f)\n",
-    "not any(map(...))": "def check(candidate):\n    assert not any(map(lambda c: candidate(c) != 2 * c, [1, 2, 3]))\n"
-                         "\ncheck(f)\n",
-}
-
-
-@pytest.mark.parametrize("test", VACUOUS.values(), ids=VACUOUS.keys())
-def test_stop_iteration_from_the_solution_does_not_end_the_tests_loop(sb, test):
-    [v] = sb.run_tests("def f(x):\n    raise StopIteration\n", [{"type": "assert", "code": test}])
-    assert not v.passed, v
-    [v] = sb.run_tests("def f(x):\n    return 2 * x\n", [{"type": "assert", "code": test}])
-    assert v.passed, v
-
-
-def test_an_ordinary_exception_still_crosses_as_itself(sb):
-    test = textwrap.dedent("""
-        def check(candidate):
-            try:
-                candidate(-1)
-            except ValueError as e:
-                assert 'negative' in str(e)
-            else:
-                raise AssertionError('no ValueError')
-        check(f)
-    """)
-    [v] = sb.run_tests("def f(x):\n    if x < 0:\n        raise ValueError('negative')\n    return x\n",
-                       [{"type": "assert", "code": test}])
-    assert v.passed, v
-    assert_still_works(sb)
 
 
 # ---------------------------------------------------------------- the benchmark's switches
@@ -398,29 +332,7 @@ def test_an_unknown_switch_stops_the_worker(monkeypatch):
     box = Sandbox(size=1)
     try:
         with pytest.raises(SandboxError) as e:
-            box.run_grader(ONE, "one.py", {}, {})
+            box.run_grader(NORMAL_GRADER, "normal.py", {}, {})
         assert "pid_rest" in str(e.value) and "pid_reset" in str(e.value), e.value
     finally:
         box.close()
-
-
-# ---------------------------------------------------------------- RestrictedPython's guards, all ways round
-GETTER_ESCAPES = {
-    "attrgetter": "import operator\nWAY = operator.attrgetter('__class__.__base__')\n",
-    "from operator import attrgetter": "from operator import attrgetter\nWAY = attrgetter('__class__.__base__')\n",
-    "methodcaller": "import operator\nWAY = operator.methodcaller('__sizeof__')\n",
-    "operator reached through typing": "import typing\nWAY = typing.operator.attrgetter('__class__.__base__')\n",
-    "str.format through attrgetter": "import operator\nWAY = lambda x: operator.attrgetter('format')('{0}')\n",
-}
-
-
-@pytest.mark.parametrize("way", GETTER_ESCAPES.values(), ids=GETTER_ESCAPES.keys())
-def test_operator_getters_go_through_the_guarded_getattr(sb, way):
-    src = way + "def grade(sample, item):\n    WAY(())\n    return 1.0\n"
-    from agentrl.sandbox import GraderCodeError
-    with pytest.raises(GraderCodeError) as e:
-        sb.run_grader(src, "getter.py", {}, {})
-    assert any(w in str(e.value) for w in ("AttributeError", "not allowed", "not safe")), e.value
-    ok = "from operator import attrgetter, methodcaller\ndef grade(sample, item):\n" \
-         "    return attrgetter('real')(3) + methodcaller('count', 'a')('banana')\n"
-    assert sb.run_grader(ok, "ok.py", {}, {}) == 6.0

@@ -58,7 +58,7 @@ def test_readable_keeps_calls_results_errors_and_timings():
                      {"role": "assistant", "content": "", "tool_calls": [
                          {"type": "function", "id": "c0", "function": {"name": "add", "arguments": '{"a": 2, "b": 2}'}}]},
                      {"role": "tool", "tool_call_id": "c0", "content": "connection refused"}],
-        "trajectory": [{"response": "", "tool_calls": [{"id": "c0", "name": "add", "arguments": {"a": 2, "b": 2}}],
+        "trajectories": [{"response": "", "tool_calls": [{"id": "c0", "name": "add", "arguments": {"a": 2, "b": 2}}],
                         "tool_results": [{"id": "c0", "name": "add", "content": "connection refused", "is_error": True}]}],
         "seconds": 1.5, "tool_seconds": 1.2,
     }

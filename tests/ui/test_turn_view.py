@@ -25,7 +25,7 @@ def _run(tmp_path, method):
     for n, (reward, turns, bad) in enumerate(TURNS):
         rec = RolloutRecord(rollout_id=f"r-turn{n}", prompt_id="multi", step=1, group="u1", reward=reward,
                             turn_rewards=turns, turn_unscorable=bad,
-                            trajectory=[{"response": f"t{k}", "tool_calls": [], "tool_results": []} for k in range(len(turns))],
+                            trajectories=[{"response": f"t{k}", "tool_calls": [], "tool_results": []} for k in range(len(turns))],
                             messages=[{"role": "user", "content": "q"}])
         RunDir(run).append_rollout(rec)
         records.append(rec)

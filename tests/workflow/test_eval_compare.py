@@ -20,7 +20,7 @@ def test_eval_writes_per_sample_records(demo_config, tmp_path, capsys):
     assert header["samples"] == 2 and header["rows"] == 8 and header["temperature"] == 1.0
     assert len(records) == 16 == summary["rollouts"]
     for r in records:
-        assert {"id", "reward", "components", "tool_calls", "tokens", "latency", "messages", "trajectory",
+        assert {"id", "reward", "components", "tool_calls", "tokens", "latency", "messages", "trajectories",
                 "metadata"} <= set(r)
     assert summary["reward_mean"] == pytest.approx(sum(r["reward"] for r in records) / 16)
 
@@ -53,7 +53,7 @@ def _rec(id_, reward, tools=0, tokens=10, **meta):
             "tool_calls": tools, "tokens": tokens, "latency": 0.1, "metadata": meta, "stop_reason": "answered",
             "prompt": [{"role": "user", "content": f"q {id_}"}],
             "messages": [{"role": "user", "content": f"q {id_}"}, {"role": "assistant", "content": f"a {reward}"}],
-            "trajectory": [{"response": f"answer {reward}", "tool_calls": [{"id": "c0", "name": "add", "arguments": {"a": 1}}],
+            "trajectories": [{"response": f"answer {reward}", "tool_calls": [{"id": "c0", "name": "add", "arguments": {"a": 1}}],
                             "tool_results": [{"id": "c0", "name": "add", "content": "2", "is_error": False}]}]}
 
 

@@ -17,7 +17,7 @@ LINE = {"id": "demo-3", "sample": 1, "reward": 0.5, "components": {"math": 0.0, 
         "stop_reason": "answered", "metadata": {"expected_answer": "85"}, "source": "val.jsonl:4",
         "prompt": [{"role": "user", "content": "What is 37 + 48?"}],
         "messages": [{"role": "user", "content": "What is 37 + 48?"}, {"role": "assistant", "content": "86"}],
-        "trajectory": [{"response": "", "tool_calls": [{"id": "c0", "name": "add", "arguments": {"a": 37, "b": 48}}],
+        "trajectories": [{"response": "", "tool_calls": [{"id": "c0", "name": "add", "arguments": {"a": 37, "b": 48}}],
                         "tool_results": [{"id": "c0", "name": "add", "content": "85", "is_error": False}]},
                        {"response": "86", "tool_calls": [], "tool_results": []}],
         "rollout_id": "r-9", "turn_rewards": [], "turn_unscorable": {}}
@@ -27,7 +27,7 @@ def test_a_line_round_trips_to_the_same_json():
     record = EvalRecord.from_line(json.loads(json.dumps(LINE)))
     assert (record.id, record.sample, record.metadata, record.prompt) == ("demo-3", 1, LINE["metadata"], LINE["prompt"])
     assert record.rollout.response_tokens == 31 and record.rollout.stop_reason is StopReason.ANSWERED
-    assert record.rollout.trajectory[0].tool_calls[0].name == "add" and record.rollout.trajectory[1].response == "86"
+    assert record.rollout.trajectories[0].tool_calls[0].name == "add" and record.rollout.trajectories[1].response == "86"
     assert json.dumps(record.to_dict()) == json.dumps(LINE)
 
 

@@ -23,7 +23,7 @@ def _run(tmp_path, method):
         run.append_rollout(RolloutRecord(
             rollout_id=f"r{n}", prompt_id="p1", step=1, group="u1", reward=reward, turn_rewards=turns,
             messages=[{"role": "user", "content": "what is 2+3?"}],
-            trajectory=[{"response": f"turn {k}", "tool_calls": [], "tool_results": []} for k in range(len(turns))]))
+            trajectories=[{"response": f"turn {k}", "tool_calls": [], "tool_results": []} for k in range(len(turns))]))
     return run.rollouts
 
 

@@ -44,7 +44,7 @@ def test_scripted_replies_reach_the_real_calculator_and_rewards(settings, script
     for r, row in zip(records, rows):
         expected = row["metadata"]["expected_answer"]
         assert r.rollout.tool_calls == 1 and r.rollout.reward == 1.0, r
-        result = r.rollout.trajectory[0].tool_results[0]
+        result = r.rollout.trajectories[0].tool_results[0]
         assert result.content.strip() == expected and not result.is_error
         assert r.rollout.messages[-1] == {"role": "assistant", "content": f"The answer is {expected}."}
 

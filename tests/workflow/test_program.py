@@ -108,8 +108,8 @@ def test_openai_sdk_agent_on_scripted_replies_calls_its_tool_and_trains_exact_to
     for r in records:
         rollout = r.rollout
         assert rollout.unscorable is None and rollout.components == {"math": 1.0, "tool_use": 1.0}  # rewards saw the calls
-        assert rollout.tool_calls == 1 and rollout.trajectory[0].tool_calls[0].name in ("add", "subtract", "multiply")
-        assert rollout.trajectory[0].tool_results[0].content == r.metadata["expected_answer"]
+        assert rollout.tool_calls == 1 and rollout.trajectories[0].tool_calls[0].name in ("add", "subtract", "multiply")
+        assert rollout.trajectories[0].tool_results[0].content == r.metadata["expected_answer"]
         assert rollout.messages[-1]["content"] == f"The answer is {r.metadata['expected_answer']}."
     checked, sequences = _check_exact(audit)
     assert sequences == 6 and checked > 0  # the SDK sent its history back as served: one sequence a rollout
@@ -225,11 +225,11 @@ def test_each_framework_unchanged_but_for_base_url(agent, tmp_path, monkeypatch,
     records, audit, _ = _run(_config(tmp_path, str(file), rows=4), engine, monkeypatch, tmp_path)
     assert [r.rollout.unscorable for r in records] == [None] * 4
     for r in records:
-        assert r.rollout.components["math"] == 1.0, r.rollout.trajectory  # the framework ran its tool, the model answered
+        assert r.rollout.components["math"] == 1.0, r.rollout.trajectories  # the framework ran its tool, the model answered
         assert r.rollout.components["tool_use"] > 0 and r.rollout.tool_calls >= 1
         if agent != "smolagents_calc":  # smolagents sends results back as user text ("Observation: ..."), not tool messages
             assert r.rollout.components["tool_use"] == 1.0
-            assert r.rollout.trajectory[0].tool_results, "the tool result the framework sent back reached the sample"
+            assert r.rollout.trajectories[0].tool_results, "the tool result the framework sent back reached the sample"
     checked, sequences = _check_exact(audit)
     assert checked > 0
     if agent in ("openai_agents_calc", "agents_sdk_calculator"):  # the SDK sends the served turns back as served: one sequence a rollout
