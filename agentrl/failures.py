@@ -59,7 +59,7 @@ def diagnose(text: str) -> str | None:
     killed, used, limit = oom.group(1), oom.group(2), oom.group(3)
     largest = _largest_user(text, oom.start())
     fix = ("fewer sequences a step (agentrl.batch_size x agentrl.samples_per_prompt) or shorter "
-                             "sequences (agentrl.max_prompt_length / agentrl.max_response_length)")
+           "sequences (agentrl.max_prompt_length / agentrl.max_response_length)")
     largest_said = ""
     if largest:
         gb, command = largest
