@@ -49,18 +49,10 @@ def applies(config: Any) -> bool:
 
 
 def _get(config: Any, path: str, default: Any) -> Any:
-    node = config
-    for part in path.split("."):
-        try:
-            node = node[part] if isinstance(node, dict) else getattr(node, part)
-        except (KeyError, AttributeError):
-            try:
-                node = node.get(part)  # OmegaConf DictConfig
-            except AttributeError:
-                return default
-        if node is None:
-            return default
-    return node
+    from omegaconf import OmegaConf
+
+    value = OmegaConf.select(config, path, default=default)
+    return default if value is None else value
 
 
 def choose(advantages: list[list[float]], dp_size: int = 1, micro: int | None = None) -> tuple[list[int], int | None]:
