@@ -131,10 +131,19 @@ def test_a_worker_that_dies_mid_test_makes_correct_code_unscorable_not_zero():
     while not _calls_running(pool):  # a template has forked the call: the tests are running, not queued
         assert time.monotonic() < deadline, "the coding reward's call never started in the sandbox"
         time.sleep(0.02)
-    for w in pool.workers:
-        if w.alive():
-            os.kill(w.proc.pid, signal.SIGKILL)
+    killed = [w.proc.pid for w in pool.workers if w.alive()]
+    for pid in killed:
+        os.kill(pid, signal.SIGKILL)
     t.join()
     assert out["r"].score is None and out["r"].unscorable.startswith("coding: sandbox failed"), out["r"]
+
+    def gone(pid: int) -> bool:  # reaped, or a zombie: a call sent now cannot reach it
+        try:
+            return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        except OSError:
+            return True
+    while not all(gone(pid) for pid in killed):  # a worker killed but not yet dead would fail the next call
+        assert time.monotonic() < deadline + 60, f"the killed workers {killed} never died"
+        time.sleep(0.02)
     assert RewardSet(["coding"]).score(sample(GOOD.replace("```python", "```python\n")),
                                        item("q", tests=tests)).score == 1.0  # a new worker took over
