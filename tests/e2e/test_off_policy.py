@@ -141,7 +141,12 @@ def test_the_update_left_out_exactly_the_flat_groups(killed_run):
     logged = {}
     for path in sorted((run / "logs").glob("verl_metrics.*.jsonl")):  # a resumed step: its last attempt's line
         logged.update({m["step"]: m["data"] for m in read_jsonl(path) if "agentrl/flat_skipped" in m["data"]})
-    assert sorted(logged) == list(range(1, STEPS + 1))
+    # verl writes a step's metrics line after its checkpoint: a kill that lands between the two (the second attempt
+    # is killed the moment step 3's checkpoint completes; the first may land after step 2's) loses that one line,
+    # and the resumed run goes on from the step after it. Every other step has its line.
+    may_miss = {3, killed_run["step_at_kill"]}
+    missing = set(range(1, STEPS + 1)) - set(logged)
+    assert missing <= may_miss and set(logged) <= set(range(1, STEPS + 1)), (sorted(logged), may_miss)
     for step, data in logged.items():
         groups: dict = {}
         for r in rollouts:
