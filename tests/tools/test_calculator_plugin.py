@@ -6,7 +6,7 @@ import agentrl.tools.builtin
 from agentrl import plugins
 from agentrl.tools import ToolCall, ToolHub
 
-from .conftest import run
+from .conftest import HERE, run
 
 
 def test_entry_points_are_valid_plugins():
@@ -58,33 +58,45 @@ def test_loading_plugins_does_not_import_the_mcp_sdk():
     assert out.strip() == "False"
 
 
-def test_delay_answers_late_and_side_by_side():
-    """--delay D: each call answers after D seconds, and calls in flight together wait together (a slow
-    tool, not a serial one), with the same answers and schemas as without it."""
+def test_delay_answers_late_and_side_by_side(tmp_path):
+    """--delay D: each call waits D seconds before it answers, and calls in flight together wait together (a slow
+    tool, not a serial one), with the same answers and schemas as without it. Read from the server's own record
+    of its waits (tests/tools/servers/traced_calculator.py), in the order its event loop ran them: no clock of the
+    test's, so a loaded machine cannot break it."""
+    import json
     import sys
-    import time
 
     delay = 1.5
-    server = {"calculator": {"command": sys.executable, "args": ["-m", "agentrl_calculator", "--delay", str(delay)]}}
+    trace = tmp_path / "waits.jsonl"
+    server = {"calculator": {"command": sys.executable,
+                             "args": [str(HERE / "servers" / "traced_calculator.py"), str(trace), "--",
+                                      "--delay", str(delay)]}}
+
+    def waits() -> list[dict]:
+        return [json.loads(line) for line in trace.read_text().splitlines()] if trace.exists() else []
 
     async def main():
         async with ToolHub.from_config(server) as hub:
             async with hub.rollout("r") as s:
                 names = {t["function"]["name"] for t in await s.tool_schemas()}
-                started = time.perf_counter()
                 one = await s.call_many([ToolCall("a", "add", {"a": 2, "b": 3})])
-                single = time.perf_counter() - started
-                started = time.perf_counter()
+                after_one = waits()
                 three = await s.call_many([ToolCall(str(n), "multiply", {"a": n, "b": 2}) for n in range(3)])
-                together = time.perf_counter() - started
-        return names, one, single, three, together
+        return names, one, after_one, three
 
-    names, one, single, three, together = run(main())
+    names, one, after_one, three = run(main())
     assert {"add", "multiply", "evaluate"} <= names
     assert [(r.content, r.is_error) for r in one] == [("5", False)]
     assert [r.content for r in three] == ["0", "2", "4"]
-    assert single >= delay
-    assert delay <= together < 2 * delay  # side by side: one delay, not three
+    # the single call answered only after its whole wait: the server had ended it before the answer came
+    assert [w["event"] for w in after_one] == ["enter", "exit"]
+    assert {w["seconds"] for w in after_one} == {delay}
+    assert after_one[1]["at"] - after_one[0]["at"] >= delay - 0.001  # the server's clock; asyncio may wake ~1 ns early
+    # the three calls sent together were all waiting at once: every one entered its wait before any left it
+    # (a server that ran them one after another records enter, exit, enter, exit, enter, exit)
+    together = waits()[2:]
+    assert [w["event"] for w in together] == ["enter"] * 3 + ["exit"] * 3, together
+    assert all(w["seconds"] == delay for w in together)
 
 
 def test_delay_must_be_a_finite_non_negative_number():
