@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from agentrl.config import AgentrlSettings, flatten
-from agentrl.errors import AgentrlError
 from agentrl.families import resolve_parser
 from agentrl.rundir import RunDir
+from agentrl.verl.cpuplan import PlanError, cpu_micro_batch, cpu_ranks, ray_address
 
 # What verl needs to run on a machine with no GPU (each line is an obstacle met and passed):
 CPU_DEFAULTS: dict[str, Any] = {
@@ -54,6 +54,7 @@ CPU_ROLLOUT_DEFAULTS: dict[str, Any] = {
 LOCAL_RAY_KEYS = ("+ray_kwargs.ray_init.num_gpus", "ray_kwargs.ray_init.num_cpus", "+ray_kwargs.ray_init.include_dashboard")
 
 # The GPU defaults (GPU count, attention, batching, vLLM, LoRA, Ray) are planned in agentrl/verl/gpu_plan.py.
+# The CPU path's ranks and micro-batches are planned in agentrl/verl/cpuplan.py.
 
 RUNTIME_ENV = "+ray_kwargs.ray_init.runtime_env.env_vars."  # Ray hands these to every worker on every node
 
@@ -80,72 +81,6 @@ def step_plan(settings: AgentrlSettings, train_rows: int) -> StepPlan:
         epochs = max(epochs, math.ceil(settings.max_steps / per_epoch))
     total = settings.max_steps or per_epoch * epochs
     return StepPlan(per_epoch, epochs, total)
-
-
-def ray_address() -> str | None:
-    """The Ray cluster the run attaches to (``RAY_ADDRESS``, as verl's ``ray.init()`` reads it), or None
-    (``local`` asks Ray for a cluster of its own, as no address does)."""
-    address = os.environ.get("RAY_ADDRESS", "").strip()
-    return address if address and address != "local" else None
-
-
-class PlanError(AgentrlError):
-    """The nodes, GPUs and batch sizes do not fit together; the message says which setting to change."""
-
-
-@dataclass(frozen=True)
-class Ranks:
-    """The trainer's processes: one per GPU (a logical Ray GPU on the CPU), ``gpus_per_node`` on each node."""
-
-    nodes: int
-    per_node: int
-
-    @property
-    def world(self) -> int:
-        return self.nodes * self.per_node
-
-
-def cpu_ranks(settings: AgentrlSettings) -> Ranks:
-    """The CPU path's ranks: ``agentrl.nodes`` × ``agentrl.gpus_per_node`` (default 1) logical GPUs."""
-    ranks = Ranks(settings.nodes, settings.gpus_per_node or 1)
-    if ranks.nodes > 1 and not ray_address():
-        raise PlanError(f"agentrl.nodes={ranks.nodes} needs a Ray cluster of {ranks.nodes} nodes: start it (`ray start "
-                        f"--head` on one node, `ray start --address=HEAD:6379` on the others; see the README's "
-                        f"\"More than one machine\") and set RAY_ADDRESS=HEAD:6379 before `agentrl train`")
-    return ranks
-
-
-def per_rank_sequences(settings: AgentrlSettings, ranks: Ranks) -> int:
-    """Sequences each rank trains on a step; verl splits the step's batch evenly over the ranks."""
-    from agentrl.verl.gpu_plan import split_batch
-
-    return split_batch(settings, ranks.world, f"{ranks.world} trainer ranks ({ranks.nodes} node(s) × "
-                                              f"{ranks.per_node} GPU(s))", PlanError)
-
-
-# Bytes of vocabulary-wide float32 tensors one CPU micro-batch may hold. verl's update keeps several per token
-# (the logits, their log-softmax, the entropy's softmax, and the gradients of those): SmolLM2-135M (49,152-token
-# vocabulary) with all 32 sequences of a step (8 prompts x 4, 768 + 128 tokens) in one micro-batch held 16.5 GB.
-LOGITS_BUDGET = 4 << 30
-LOGIT_COPIES = 6
-
-
-def cpu_micro_batch(settings: AgentrlSettings, ranks: Ranks, model_path: str) -> int:
-    """Sequences per micro-batch on a CPU rank: all of the rank's where the vocabulary is small (one pass is the
-    fastest on a CPU), fewer where its logits would not fit :data:`LOGITS_BUDGET`; always a divisor of the
-    rank's sequences, as verl requires. The gradient is the same; only the peak memory changes."""
-    import json
-
-    per_rank = per_rank_sequences(settings, ranks)
-    try:
-        vocab = int(json.loads((Path(model_path) / "config.json").read_text()).get("vocab_size") or 0)
-    except (OSError, ValueError, TypeError):
-        vocab = 0
-    if not vocab:
-        return per_rank
-    per_sequence = (settings.max_prompt_length + settings.max_response_length) * vocab * 4 * LOGIT_COPIES
-    cap = max(1, LOGITS_BUDGET // per_sequence)
-    return max(d for d in range(1, per_rank + 1) if per_rank % d == 0 and d <= cap)
 
 
 def on_cpu(settings: AgentrlSettings) -> bool:

@@ -154,7 +154,7 @@ def test_gloo_binds_the_interface_of_the_ray_nodes_address_unless_the_user_chose
 def test_cpu_micro_batches_fit_a_large_vocabulary_and_divide_the_ranks_sequences(tmp_path):
     import json
 
-    from agentrl.verl.args import LOGIT_COPIES, LOGITS_BUDGET, Ranks, cpu_micro_batch
+    from agentrl.verl.cpuplan import LOGIT_COPIES, LOGITS_BUDGET, Ranks, cpu_micro_batch
 
     def folder(vocab):
         path = tmp_path / f"v{vocab}"

@@ -57,7 +57,7 @@ def test_turn_credit_reaches_the_trainer(tmp_path):
 
     (step,) = [m["data"] for m in read_jsonl(run / "logs" / "verl_metrics.1.jsonl") if m["step"] == 1]
     flat = sum(all(v == 0 for v in t["turn_advantages"]) for t in trained)
-    # the demo's vocabulary is small: one micro-batch holds the step's 16 sequences (agentrl.verl.args.cpu_micro_batch)
+    # the demo's vocabulary is small: one micro-batch holds the step's 16 sequences (agentrl.verl.cpuplan.cpu_micro_batch)
     kept, _ = choose([t["turn_advantages"] for t in trained], micro=16)
     assert step["agentrl/flat_skipped"] == len(trained) - len(kept) <= flat
     if step["agentrl/flat_skipped"]:
