@@ -5,8 +5,8 @@
 # With arguments, only pytest in .venv runs, with them (AGENTRL_TEST_VLLM=0 skips the vLLM part of a full run).
 #
 # A full run keeps both cores busy: tests/e2e (verl trainings: mostly start-up, processes that import and wait) runs
-# as one pytest process beside a second that runs the rest of the suite (one core of Python), and .venv-vllm installs
-# meanwhile. The two processes share one demo build (AGENTRL_TEST_SHARED, tests/conftest.py). Each group's output
+# as one pytest process beside a second that runs the rest of the suite (one core of Python), then tests/cpu_vllm;
+# .venv-vllm installs meanwhile. The two processes share one demo build (AGENTRL_TEST_SHARED, tests/conftest.py). Each group's output
 # goes to a log that is printed whole when the group ends; the last line sums the groups.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,14 +41,12 @@ pids+=("$e2e_pid")
 status=0
 echo "== tests (all but tests/e2e, which runs beside them; its log follows)"
 .venv/bin/python -m pytest -q -p no:cacheprovider --ignore=tests/e2e | tee "$shared/main.log" || status=$?
-wait "$e2e_pid" || status=$((status ? status : $?))
-echo "== tests/e2e ($((SECONDS - started)) s since the suite started)"
-cat "$shared/e2e.log"
 logs=("$shared/main.log" "$shared/e2e.log")
 
+# tests/cpu_vllm takes the core the main group leaves, beside tests/e2e (the long pole), not after it
 if [ "$vllm" != 0 ]; then
   if wait "$install_pid"; then
-    echo "== tests/cpu_vllm in .venv-vllm"
+    echo "== tests/cpu_vllm in .venv-vllm, beside tests/e2e ($((SECONDS - started)) s since the suite started)"
     .venv-vllm/bin/python -m pytest -q -p no:cacheprovider tests/cpu_vllm | tee "$shared/vllm.log" \
       || status=$((status ? status : $?))
     logs+=("$shared/vllm.log")
@@ -58,6 +56,9 @@ if [ "$vllm" != 0 ]; then
     cat "$shared/install-vllm.log"
   fi
 fi
+wait "$e2e_pid" || status=$((status ? status : $?))
+echo "== tests/e2e ($((SECONDS - started)) s since the suite started)"
+cat "$shared/e2e.log"
 echo "== the suite took $((SECONDS - started)) s"
 .venv/bin/python scripts/sum_tests.py "${logs[@]}" || status=$((status ? status : 1))
 exit "$status"
