@@ -16,11 +16,10 @@ import traceback
 from agentrl.trajectory import wrap
 
 from . import harden
+from .callio import RESULT_FD, read_blobs
+from .callio import send as _send
 from .policy import user_traceback
 from .protocol import to_tagged, write_all
-
-RESULT_FD = 3
-
 
 ENV: dict[str, str] = {}  # the variables a grader declared, read by its getenv()
 
@@ -30,19 +29,6 @@ def use_stdio() -> None:
     sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), errors="replace")
     sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), errors="backslashreplace")
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), errors="backslashreplace", write_through=True)
-
-
-def _send(obj: dict) -> None:
-    try:
-        write_all(RESULT_FD, json.dumps(obj).encode())
-    except Exception:  # noqa: BLE001 - the result pipe is gone or the object is odd; the host sees no result
-        pass
-
-
-def end_with_grader_error(message: str) -> None:
-    """End a grader's call now with `message` as its error (nothing the grader does can catch this)."""
-    _send({"grader_error": message})
-    os._exit(0)
 
 
 def _flush_std() -> None:
@@ -201,7 +187,6 @@ def _error_of(e: BaseException) -> list:
 def _serve_model(job_len: int, sock) -> None:
     """The model's process: run its code, list its names, then answer calls. Never returns."""
     from .protocol import from_tagged
-    from .template import read_blobs
     try:
         job = read_blobs(4, job_len)
         os.close(4)
@@ -290,7 +275,6 @@ def run_assert_split(job_len: int, test_len: int) -> None:
     memfd) in two processes; the nonce is written only if the test ran to its end. Never returns."""
     import socket
     from .protocol import NotPlain, from_tagged
-    from .template import read_blobs
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     pid = os.fork()
     if pid == 0:  # the model's process: no result pipe, no test

@@ -16,6 +16,8 @@ from RestrictedPython import compile_restricted_exec, limited_builtins, safe_bui
 from RestrictedPython.Guards import full_write_guard, guarded_iter_unpack_sequence, guarded_unpack_sequence, safer_getattr
 from RestrictedPython.PrintCollector import PrintCollector
 
+from .callio import end_with_grader_error
+
 MAX_SOURCE_BYTES = 256 * 1024
 
 ALLOWED_IMPORTS = frozenset({
@@ -247,7 +249,6 @@ class _BoundedPrint(PrintCollector):
     def write(self, text):
         _BoundedPrint.printed += len(text)
         if _BoundedPrint.printed > PRINT_MAX:
-            from .child import end_with_grader_error
             end_with_grader_error(f"grade() printed more than {PRINT_MAX} characters; print less (the output "
                                   "of print() in a grader is not shown anywhere)")
 

@@ -81,6 +81,8 @@ class Worker:
         self.proc: subprocess.Popen | None = None
         self.hello: dict = {}
         self.seq = 0  # the id of the last request sent: every reply names the request it answers
+        self.ack: int | None = None
+        self.sent = 0
 
     def start(self) -> None:
         # LD_BIND_NOW: every library symbol is bound once in the zygote, so no call's child writes (and copies)
@@ -93,10 +95,17 @@ class Worker:
             if os.environ.get(name):
                 env[name] = os.environ[name]
         stderr = None if os.environ.get("AGENTRL_SANDBOX_DEBUG") else subprocess.DEVNULL
+        # The zygote adds 1 to this eventfd for every request it has read, before it acts on it; the host reads
+        # it only when a call fails (Worker._stop_unread), so a call costs one write and no read here.
+        if self.ack is not None:  # a zygote that died by itself: its count is of no use now
+            os.close(self.ack)
+        self.ack = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self.sent = 0  # requests written to this zygote
+        env["AGENTRL_SANDBOX_ACK_FD"] = str(self.ack)
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-m", "agentrl.sandbox.zygote", self.kind, str(self.uid), "1" if self.network else "0"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env, close_fds=True, cwd="/",
-            bufsize=0)
+            bufsize=0, pass_fds=(self.ack,))
         header, _ = self._read(STARTUP_TIMEOUT)
         if not header.get("ready"):
             self.stop()
@@ -124,6 +133,9 @@ class Worker:
                     f.close()
                 except Exception:  # noqa: BLE001
                     pass
+        if self.ack is not None:
+            os.close(self.ack)
+            self.ack = None
         self.proc = None
 
     def _read(self, timeout: float) -> tuple[dict, list[bytes]]:
@@ -138,11 +150,27 @@ class Worker:
         """Send one request and read its reply. Every reply carries the id of the request it answers; a
         reply to another request, or anything going wrong once the request may have been written (even an
         error of this side, such as an OverflowError), retires the worker: a reply left unread would
-        otherwise be read by the next caller as its own."""
+        otherwise be read by the next caller as its own.
+
+        A request the worker provably never read is sent once more, to a fresh worker: the worker died and
+        its count of requests read (an eventfd it adds 1 to after reading each request, before it acts on it)
+        stops short of this one. That covers a zygote killed but not yet dead when the call was written (even
+        one whose pipe read took the bytes in the kernel as it died) and a write that failed with EPIPE. A
+        request it counted may have run (side effects, a second count) and is never resent."""
+        for attempt in (1, 2):
+            try:
+                return self._call_once(header, blobs, wall)
+            except _NeverRead:
+                if attempt == 2:
+                    raise SandboxError("sandbox worker died before it read the call, twice (a new worker too); "
+                                       "it will be restarted", "worker_died") from None
+
+    def _call_once(self, header: dict, blobs: list[bytes], wall: float) -> tuple[dict, list[bytes]]:
         if not self.alive():
             self.start()
         self.seq += 1
         frame = encode(dict(header, id=self.seq), blobs)  # an error here leaves nothing written
+        self.sent += 1
         try:
             write_all(self.proc.stdin.fileno(), frame)
             status, got = self._read(wall)
@@ -151,7 +179,8 @@ class Worker:
             raise SandboxError(f"sandbox worker gave no answer within {wall:.1f} s; it was killed and will be "
                                "restarted", "killed") from None
         except (EOFError, BrokenPipeError, OSError, ProtocolError, ValueError) as e:
-            self.stop()
+            if self._stop_unread():
+                raise _NeverRead from None
             raise SandboxError(f"sandbox worker died during the call ({type(e).__name__}); it will be restarted",
                                "worker_died") from None
         except BaseException:  # noqa: BLE001 - in doubt whether a reply is on its way: never reuse this worker
@@ -165,6 +194,26 @@ class Worker:
         if status.get("retired"):  # it answered, then exited: it could not give the next call a clean start
             self.stop()
         return status, got
+
+    def _stop_unread(self) -> bool:
+        """Stop the worker; whether, once it is dead, its count of requests read is short of the last one sent
+        (a dead process counts no more)."""
+        sent = self.sent
+        try:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+            try:
+                read = os.eventfd_read(self.ack)
+            except BlockingIOError:  # a count of 0
+                read = 0
+        except Exception:  # noqa: BLE001 - not provable: treat the request as read
+            read = sent
+        self.stop()
+        return read == sent - 1
+
+
+class _NeverRead(Exception):
+    """The worker died and provably never read the request (Worker._stop_unread)."""
 
 
 class Pool:

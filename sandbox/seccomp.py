@@ -67,12 +67,15 @@ DENIED_GETSOCKOPTS = ((1, 57), (1, 77), (41, 32))
 DENIED_SETSOCKOPTS = ((1, 76), (41, 32))
 CHILD_ONLY_SYSCALLS = {"pidfd_open": 434}
 # Futexes not flagged FUTEX_PRIVATE_FLAG on a page of a file mapping are keyed by (inode, offset): two
-# concurrent tests that map the same library could meet on one. Every operation that wakes or requeues
-# another waiter is refused unless private (EINVAL, which glibc's wrappers take as "nothing to wake");
-# the futex2 calls that wake are refused whole (glibc does not use them).
+# concurrent tests that map the same library could meet on one. No call may queue a shared waiter: a shared
+# FUTEX_WAIT or FUTEX_WAIT_BITSET returns EAGAIN at once ("the value changed": glibc's callers, pthread_join
+# among them, look again), so the wakes no rule can refuse (the kernel's own, of a thread's clear_child_tid
+# address and of robust lists, at exit) find no one in another call. Every other shared operation is refused
+# (EINVAL, which glibc's wake wrappers take as "nothing to wake"); the futex2 calls are refused whole (their
+# flags of futex_waitv lie in memory; glibc does not use them).
 _NR_FUTEX, _FUTEX_PRIVATE, _FUTEX_CMD_MASK = 202, 128, 0x7F
-_FUTEX_WAKERS = (1, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13)  # WAKE, REQUEUE, CMP_REQUEUE, WAKE_OP, *_PI, WAKE_BITSET
-FUTEX2_WAKERS = {"futex_wake": 454, "futex_requeue": 456}
+_FUTEX_WAITS = (0, 9)  # FUTEX_WAIT, FUTEX_WAIT_BITSET
+FUTEX2_SYSCALLS = {"futex_waitv": 449, "futex_wake": 454, "futex_wait": 455, "futex_requeue": 456}
 MADV_COLD, MADV_PAGEOUT, RWF_NOWAIT = 20, 21, 8
 _NR_FLOCK, _NR_FCNTL, _NR_MADVISE, _NR_PREADV2, _NR_PWRITEV2 = 73, 72, 28, 327, 328
 # fcntl commands that take a lock (POSIX record locks and open-file-description locks) and dnotify.
@@ -127,9 +130,9 @@ def seccomp_program(deny_connect: bool = True, *, off: tuple[str, ...] = (), den
     NOTIFY_SYSCALLS and fcntl(F_NOTIFY); and locks (flock, fcntl F_SETLK/F_SETLKW/F_OFD_SETLK/F_OFD_SETLKW)
     succeed without locking anything, so no sandboxed process ever holds a lock that another could see
     (F_GETLK keeps working and reports none). A call's own processes get no mutual exclusion from locks.
-    Machine-wide counters and figures ("counters"): EPERM for sysinfo, the futex2 wakes, the socket options
+    Machine-wide counters and figures ("counters"): EPERM for sysinfo, the futex2 calls, the socket options
     of DENIED_GETSOCKOPTS / DENIED_SETSOCKOPTS, clone with CLONE_PIDFD and (`deny_pidfd_open`) pidfd_open;
-    EINVAL for a waking futex operation without FUTEX_PRIVATE_FLAG."""
+    for a futex operation without FUTEX_PRIVATE_FLAG, EAGAIN if it waits, EINVAL otherwise."""
     eperm, enosys, granted = _RET_ERRNO | 1, _RET_ERRNO | 38, _RET_ERRNO | 0
     p = [_insn(_LD_W_ABS, 0, 0, 4), _insn(_JEQ, 1, 0, _AUDIT_ARCH_X86_64), _insn(_RET, 0, 0, _RET_KILL),
          _insn(_LD_W_ABS, 0, 0, 0), _insn(_JGE, 0, 1, 0x40000000), _insn(_RET, 0, 0, _RET_KILL)]
@@ -140,7 +143,7 @@ def seccomp_program(deny_connect: bool = True, *, off: tuple[str, ...] = (), den
         denied.update(NOTIFY_SYSCALLS)
     if "counters" not in off:
         denied.update(COUNTER_SYSCALLS)
-        denied.update(FUTEX2_WAKERS)
+        denied.update(FUTEX2_SYSCALLS)
         if deny_pidfd_open:  # a template whose loop waits without a pidfd (the C loop: a SIGCHLD signalfd)
             denied.update(CHILD_ONLY_SYSCALLS)
     # read, write, close, mmap, brk, ioctl, pread64...: numbers below the first one a rule names are allowed
@@ -163,12 +166,11 @@ def seccomp_program(deny_connect: bool = True, *, off: tuple[str, ...] = (), den
         einval = _RET_ERRNO | 22
         for nr, pairs in ((_NR_GETSOCKOPT, DENIED_GETSOCKOPTS), (_NR_SETSOCKOPT, DENIED_SETSOCKOPTS)):
             p += _sockopt_block(nr, pairs, eperm)
-        # futex(uaddr, op, ...): a shared (not FUTEX_PRIVATE_FLAG) waking op -> EINVAL
-        wakers = len(_FUTEX_WAKERS)
-        p += [_insn(_JEQ, 0, wakers + 5, _NR_FUTEX), _insn(_LD_W_ABS, 0, 0, 24),
-              _insn(_JSET, wakers + 1, 0, _FUTEX_PRIVATE), _insn(_AND, 0, 0, _FUTEX_CMD_MASK)]
-        p += [_insn(_JEQ, wakers - i, 0, op) for i, op in enumerate(_FUTEX_WAKERS)]
-        p += [_insn(_RET, 0, 0, _RET_ALLOW), _insn(_RET, 0, 0, einval)]
+        # futex(uaddr, op, ...): private -> allow; a shared wait -> EAGAIN; any other shared op -> EINVAL
+        eagain = _RET_ERRNO | 11
+        p += [_insn(_JEQ, 0, 8, _NR_FUTEX), _insn(_LD_W_ABS, 0, 0, 24), _insn(_JSET, 5, 0, _FUTEX_PRIVATE),
+              _insn(_AND, 0, 0, _FUTEX_CMD_MASK), _insn(_JEQ, 2, 0, _FUTEX_WAITS[0]), _insn(_JEQ, 1, 0, _FUTEX_WAITS[1]),
+              _insn(_RET, 0, 0, einval), _insn(_RET, 0, 0, eagain), _insn(_RET, 0, 0, _RET_ALLOW)]
     p += [_insn(_JEQ, 0, 1, _NR_CLONE3), _insn(_RET, 0, 0, enosys)]
     if deny_connect:
         p += [_insn(_JEQ, 0, 1, _NR_CONNECT), _insn(_RET, 0, 0, eperm)]
@@ -227,8 +229,8 @@ def filters(*, network: bool, off: tuple[str, ...], c_loop: bool, note) -> tuple
     child = b"" if "counters" in off or c_loop else child_seccomp_program()
     switched_off = "switched off (AGENTRL_SANDBOX_BENCH_OFF)"
     note("counters", "counters" not in off, "machine-wide counters and figures unreadable: sysinfo, "
-         "getsockopt(SO_COOKIE), pidfd_open, CLONE_PIDFD and IPv6 flow label leases denied; shared futexes cannot "
-         "be woken" if "counters" not in off else switched_off)
+         "getsockopt(SO_COOKIE), pidfd_open, CLONE_PIDFD and IPv6 flow label leases denied; no shared futex "
+         "can be waited on or woken" if "counters" not in off else switched_off)
     note("page_cache", "page_cache" not in off, "page-cache residency can be neither probed (mincore, cachestat, "
          "RWF_NOWAIT, readahead) nor evicted (fadvise, MADV_COLD/PAGEOUT); reading remains, and timing a read"
          if "page_cache" not in off else switched_off)

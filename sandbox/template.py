@@ -42,6 +42,7 @@ import time
 import traceback
 
 from . import child, harden
+from .callio import read_blobs
 from .seccomp import seccomp_install
 
 try:  # the C loop (_forkserver.c), built at install; without it the same loop runs in Python
@@ -73,17 +74,6 @@ def pack(req: dict, *, need_py: bool, timeout: float, cpu_s: int, address_space:
     flags = (F_NEED_PY if need_py else 0) | (F_CGROUP if cgroup else 0)
     head = HEADER.pack(MAGIC, flags, int(timeout * 1000), 0, cpu_s, address_space, fsize, nproc)
     return head + marshal.dumps(req)
-
-
-def read_blobs(fd: int, size: int):
-    """The marshal-encoded value the zygote wrote into memfd `fd` (read from offset 0)."""
-    data = os.pread(fd, size, 0)
-    while len(data) < size:
-        more = os.pread(fd, size - len(data), len(data))
-        if not more:
-            raise EOFError("job memfd is short")
-        data += more
-    return marshal.loads(data)
 
 
 # Read once, when the zygote imports this module: a template clears its environment before it serves.

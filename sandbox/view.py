@@ -13,6 +13,7 @@ its own uid's processes only, not the host's pids.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import stat
@@ -36,12 +37,10 @@ def package_dirs() -> list[str]:
     """agentrl's own source folders. An editable install maps them from the checkout (agentrl/, sandbox/,
     presets/) without putting the checkout on sys.path, and a checkout under /tmp would otherwise vanish
     under the tmpfs that covers /tmp."""
-    import agentrl
-    import agentrl.presets
-
     dirs = [os.path.dirname(os.path.abspath(__file__))]
-    for pkg in (agentrl, agentrl.presets):
-        dirs.extend(os.path.abspath(p) for p in getattr(pkg, "__path__", []))
+    for name in ("agentrl", "agentrl.presets"):  # where they are, not their code: found, not imported
+        spec = importlib.util.find_spec(name)
+        dirs.extend(os.path.abspath(p) for p in (spec.submodule_search_locations or []) if spec is not None)
     return dirs
 
 

@@ -272,10 +272,12 @@ def main() -> None:
     null = os.open("/dev/null", os.O_RDWR)
     for fd in (0, 1):
         os.dup2(null, fd)
-    os.set_inheritable(proto_in, False)
-    os.set_inheritable(proto_out, False)
+    ack = int(os.environ.get("AGENTRL_SANDBOX_ACK_FD", "-1"))  # the host's eventfd: one count per request read
+    for fd in (proto_in, proto_out, ack):
+        if fd >= 0:
+            os.set_inheritable(fd, False)
     z = Zygote(kind, uid, network)
-    z.host_fds = (proto_in, proto_out)
+    z.host_fds = (proto_in, proto_out) + ((ack,) if ack >= 0 else ())
     try:
         z.setup()
         hello = {"ready": True, "report": z.report, "preimported": z.preimported, "pid": os.getpid()}
@@ -288,6 +290,8 @@ def main() -> None:
     while True:
         try:
             header, blobs = read_msg(proto_in)
+            if ack >= 0:  # before anything is done with it: a worker that dies with no count did nothing with it
+                os.eventfd_write(ack, 1)
         except EOFError:  # the host closed the pipe: stop the templates and remove their cgroups
             for tpl in z.templates.values():
                 tpl.stop()
