@@ -290,8 +290,11 @@ def resolve_parser(tool_parser: str, model_path: str | Path | None) -> str:
     return model_family(model_path, tool_parser)[0].parser
 
 
-# vLLM names some of these formats differently (``vllm serve --tool-call-parser``)
-_VLLM_PARSERS = {"gpt-oss": "openai", "glm": "glm45", "llama3_pythonic": "pythonic"}
+# vLLM names some of these formats differently (``vllm serve --tool-call-parser``). SmolLM2's
+# ``<tool_call>[{"name": ..., "arguments": ...}]</tool_call>`` list is what vLLM's ``xlam`` parser reads (a JSON list,
+# also inside <tool_call> tags); it has no parser of that name. A lone object without the list is not read by it.
+_VLLM_PARSERS = {"gpt-oss": "openai", "glm": "glm45", "llama3_pythonic": "pythonic", "kimi": "kimi_k2",
+                 "seed": "seed_oss", "smollm2": "xlam"}
 
 
 def vllm_parser(parser: str) -> str:

