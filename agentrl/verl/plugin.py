@@ -11,7 +11,8 @@ It registers, through verl's own registries and nothing patched on disk:
 - gloo's address on a cluster of several machines (``agentrl.verl.gloo``): the interface of the Ray node's;
 - GRPO over rollouts of several sequences (``agentrl.verl.sessions``): one row per rollout in group statistics;
 - the replay buffer's poll interval (``agentrl.verl.pacing``): steps no longer wait on a 2-second poll;
-- the policy update without zero-advantage sequences (``agentrl.verl.flatgroups``): the same gradient, less compute.
+- the policy update without zero-advantage sequences (``agentrl.verl.flatgroups``): the same gradient, less compute;
+- a watch on the rollout actors (``agentrl.verl.liveness``): one that dies ends the run with its cause, not a hang.
 
 verl swallows plugin import errors at DEBUG level, so failures are logged here at ERROR level with
 the cause: a broken plugin must never look like a missing feature.
@@ -49,6 +50,9 @@ def _load() -> None:
     from agentrl.verl import flatgroups
 
     flatgroups.install()
+    from agentrl.verl import liveness
+
+    liveness.install()
     try:
         from agentrl.verl import agent_loop  # noqa: F401  (registers the "agentrl" agent loop)
         from agentrl.verl import grpo  # noqa: F401  (registers the "agentrl_grpo" advantage estimator)
