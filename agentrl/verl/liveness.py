@@ -13,7 +13,7 @@ ten minutes after Ray killed its rollout server and workers for memory.
 So the actors are watched where verl creates them (``AgentLoopManager._init_agent_loop_workers``: the agent loop
 and reward loop workers; ``RolloutReplica.init_*``: the rollout servers), and the replay buffer's poll asks them
 every ``CHECK_EVERY`` seconds whether they are alive (their built-in ``__ray_ready__``: a dead actor answers at once
-with its death cause; a busy one is left alone). The first dead one raises :class:`RolloutActorDied`, which ends the
+with its death cause; a busy one is left alone). The first dead one raises :class:`RolloutActorDiedError`, which ends the
 trainer like any other error; ``agentrl train`` then explains it (``agentrl.failures``: memory, with the fix).
 """
 
@@ -35,7 +35,7 @@ _watched: list[tuple[str, Any]] = []  # (what it is, its handle), in the trainer
 _last_check = 0.0
 
 
-class RolloutActorDied(RuntimeError):
+class RolloutActorDiedError(RuntimeError):
     """A rollout actor of this run is dead; verl cannot go on without it."""
 
 
@@ -50,7 +50,7 @@ def forget() -> None:
 
 
 def check(timeout: float = ANSWER_WITHIN) -> None:
-    """Raise :class:`RolloutActorDied` naming the first watched actor that is dead, with Ray's cause."""
+    """Raise :class:`RolloutActorDiedError` naming the first watched actor that is dead, with Ray's cause."""
     if not _watched:
         return
     import ray
@@ -72,7 +72,7 @@ def check(timeout: float = ANSWER_WITHIN) -> None:
 
 def _died(what: str, exc: BaseException) -> None:
     cause = " ".join(str(exc).split())
-    raise RolloutActorDied(
+    raise RolloutActorDiedError(
         f"agentrl: a rollout actor died: {what}: {cause[:1500]} The run cannot go on without it (verl does not "
         "restart rollout actors); it resumes from its last checkpoint when started again. If Ray killed it for "
         "memory: fewer rollouts at once (agentrl.batch_size, agentrl.samples_per_prompt), shorter "

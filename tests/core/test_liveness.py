@@ -8,12 +8,14 @@ import asyncio
 import os
 import signal
 import time
+import traceback
 import types
 
 import pytest
 
 ray = pytest.importorskip("ray")
 
+from agentrl.metrics import error_tail  # noqa: E402
 from agentrl.verl import liveness  # noqa: E402
 
 
@@ -49,18 +51,18 @@ def _kill(actor) -> None:
         time.sleep(0.01)
 
 
-def _raises_within(seconds: float) -> liveness.RolloutActorDied:
+def _raises_within(seconds: float) -> liveness.RolloutActorDiedError:
     deadline = time.monotonic() + seconds  # Ray learns of the death from the raylet, a moment after the kill
     while time.monotonic() < deadline:
         try:
             liveness.check()
-        except liveness.RolloutActorDied as exc:
+        except liveness.RolloutActorDiedError as exc:
             return exc
         time.sleep(0.1)
-    raise AssertionError("no RolloutActorDied for a dead actor")
+    raise AssertionError("no RolloutActorDiedError for a dead actor")
 
 
-def test_a_killed_actor_is_named_with_its_cause(local_ray):
+def test_a_killed_actor_is_named_with_its_cause(local_ray, tmp_path):
     alive, doomed = Server.remote(), Server.remote()
     liveness.watch("rollout server 0 of replica 0", alive)
     liveness.watch("agent loop worker 1", doomed)
@@ -71,6 +73,12 @@ def test_a_killed_actor_is_named_with_its_cause(local_ray):
     assert "agent loop worker 1" in message and "rollout server" not in message
     assert "died" in message and "resumes from its last checkpoint" in message
     assert isinstance(error.__cause__, ray.exceptions.RayActorError)
+    # what `agentrl train` prints when verl exits: the last error of training.log is this one, not Ray's cause
+    log = tmp_path / "training.log"
+    log.write_text("".join(traceback.format_exception(error)) + "\nSet the environment variable HYDRA_FULL_ERROR=1\n")
+    errors = [line for line in error_tail(log).splitlines() if "Error" in line]
+    assert errors[-1].startswith("agentrl.verl.liveness.RolloutActorDiedError: agentrl: a rollout actor died: "
+                                 "agent loop worker 1"), errors
 
 
 def test_a_busy_live_actor_is_not_taken_for_dead(local_ray):
@@ -98,7 +106,7 @@ def test_verls_replay_buffer_poll_raises_instead_of_waiting_for_ever(local_ray, 
     buffer._wait_for_next_poll("train", time.time())  # alive: the poll goes on
     _kill(worker)
     deadline = time.monotonic() + 60
-    with pytest.raises(liveness.RolloutActorDied, match="agent loop worker 0"):
+    with pytest.raises(liveness.RolloutActorDiedError, match="agent loop worker 0"):
         while time.monotonic() < deadline:
             buffer._wait_for_next_poll("train", time.time())
             time.sleep(0.1)
