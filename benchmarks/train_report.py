@@ -21,6 +21,9 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from agentrl.rolloutfile import read_records
+from agentrl.rundir import RunDir
+
 STARTS = "bench_starts.json"  # in the run directory: when each attempt's `agentrl train` command started
 
 
@@ -86,12 +89,11 @@ def _phases(text: str, launched: float, first: float) -> list[tuple[str, float]]
 def startups(run: Path) -> list[dict]:
     """Per attempt: seconds from verl's launch (and from the command's start, when known) to the first
     rollout that attempt started, and the first training step that attempt drew rollouts for."""
-    path = run / "rollouts.jsonl"
+    path = RunDir(run).rollouts
     if not path.exists():
         return []
     # (start, trainer step or None for a validation rollout): the first rollout may be a validation one
-    rollouts = sorted((r["started_at"], None if r.get("validation") else r["step"])
-                      for r in map(json.loads, filter(str.strip, path.open())))
+    rollouts = sorted((r.started_at, None if r.validation else r.step) for r in read_records(path))
     attempts_ = attempt_launches(run)
     commands = command_starts(run)
     logs = _attempt_logs(run)
@@ -126,7 +128,7 @@ def off_policy_figures(run: Path) -> dict:
     """Steady pace and idle shares of one run (its first step, with start-up, left out)."""
     metrics = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x.strip()]
     train = [m for m in metrics if not m.get("validation")]
-    rollouts = [json.loads(x) for x in (run / "rollouts.jsonl").read_text().splitlines() if x.strip()]
+    rollouts = list(read_records(RunDir(run).rollouts))
     ends = {}  # a step ends when its last rollout is placed and verl logs it: verl's own step clock
     for m in train:
         ends[m["step"]] = datetime.datetime.fromisoformat(m["time"]).timestamp()
@@ -136,7 +138,7 @@ def off_policy_figures(run: Path) -> dict:
     step_s = (hi - lo) / max(1, len(steps) - 1)
     gen = statistics.fmean(m["verl"].get("timing_s/gen", 0.0) for m in steady)
     verl_step = statistics.fmean(m["verl"].get("timing_s/step", 0.0) for m in steady)
-    in_flight = _union([(r["started_at"], r["finished_at"]) for r in rollouts if not r.get("validation")], lo, hi)
+    in_flight = _union([(r.started_at, r.finished_at) for r in rollouts if not r.validation], lo, hi)
     return {"steps": len(steps), "step_s": step_s, "verl_step_s": verl_step,
             "trainer_waits": gen / verl_step if verl_step else float("nan"),
             "rollouts_idle": 1 - in_flight / (hi - lo) if hi > lo else float("nan"),
@@ -148,10 +150,10 @@ def compare_row(run: Path, value: str) -> tuple:
     """One run's row of the ``--rollouts``/``--dtypes`` table; prints its per-step table first (:func:`analyse`)."""
     ups, step_s, _ = analyse(run)
     metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
-    rollouts_ = [json.loads(line) for line in (run / "rollouts.jsonl").read_text().splitlines() if line.strip()]
+    rollouts_ = list(read_records(RunDir(run).rollouts))
     steady = [m for m in metrics if not m.get("validation") and m["step"] > 1]
     gen = statistics.fmean(m["verl"].get("timing_s/gen", 0.0) for m in steady)
-    tokens = sum(r["response_tokens"] for r in rollouts_ if not r.get("validation") and r["step"] > 1)
+    tokens = sum(r.response_tokens for r in rollouts_ if not r.validation and r.step > 1)
     corr = [m["verl"].get("training/rollout_actor_probs_pearson_corr") for m in metrics if not m.get("validation")]
     peak = json.loads((run / "bench_peak_rss.json").read_text())["bytes"]
     return (value, ups[0]["from_command"] if ups else float("nan"), step_s, gen,
@@ -207,11 +209,10 @@ def startup_text(u: dict, fresh: bool) -> str:
 def analyse(run: Path) -> tuple[list[dict], float, float] | None:
     """Per-step table for one run; returns (start-ups per attempt, steady s/step, % of a step outside the model)."""
     metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
-    rollouts = [json.loads(line) for line in (run / "rollouts.jsonl").read_text().splitlines() if line.strip()]
     by_step = defaultdict(list)
-    for r in rollouts:
-        if not r.get("validation"):
-            by_step[r["step"]].append(r)
+    for r in read_records(RunDir(run).rollouts):
+        if not r.validation:
+            by_step[r.step].append(r)
     rows = []
     saves = []
     ups = startups(run)
@@ -228,17 +229,17 @@ def analyse(run: Path) -> tuple[list[dict], float, float] | None:
         gen = v.get("timing_s/gen", 0.0)
         # The rollouts of a step run concurrently: their span is the agent loop's wall time. Within it, the
         # share of each rollout's own time spent waiting on the model server is the model's share.
-        if rs and "started_at" in rs[0]:
-            span = max(r["finished_at"] for r in rs) - min(r["started_at"] for r in rs)
+        if rs and rs[0].started_at:  # 0.0: a file written before rollouts were timed
+            span = max(r.finished_at for r in rs) - min(r.started_at for r in rs)
         else:
             span = gen
-        wait_share = (sum(r.get("model_seconds", 0) for r in rs) / max(1e-9, sum(r["seconds"] for r in rs))) if rs else 1.0
+        wait_share = (sum(r.model_seconds for r in rs) / max(1e-9, sum(r.seconds for r in rs))) if rs else 1.0
         trainer_model = sum(v.get(k, 0.0) for k in ("timing_s/old_log_prob", "timing_s/ref", "timing_s/update_actor",
                                                     "timing_s/update_weights"))
         model = span * wait_share + trainer_model
         rows.append((m["step"], step, gen, span, model, step - model,
-                     statistics.fmean(r.get("tool_seconds", 0) for r in rs) if rs else 0.0,
-                     statistics.fmean(r.get("reward_seconds", 0) for r in rs) if rs else 0.0))
+                     statistics.fmean(r.tool_seconds for r in rs) if rs else 0.0,
+                     statistics.fmean(r.reward_seconds for r in rs) if rs else 0.0))
     print(f"\n{'step':>4} {'step_s':>7} {'gen_s':>7} {'rollouts_s':>10} {'model_s':>8} {'outside_s':>9} "
           f"{'tool_s/rollout':>15} {'reward_s/rollout':>17}")
     for row in rows:

@@ -184,7 +184,7 @@ def main() -> None:
         run.mkdir(parents=True, exist_ok=True)
         write_config(run, 10**6, 16, 16)
         size, steps = write_big_rollouts(RunDir(run).rollouts, args.target_mb * 2**20)
-        print(f"{run / 'rollouts.jsonl'}: {size / 2**20:.0f} MiB, {steps} steps")
+        print(f"{RunDir(run).rollouts}: {size / 2**20:.0f} MiB, {steps} steps")
     else:
         write_run(run, args.steps, args.total)
         print(f"{run}: {args.steps} steps")
