@@ -5,6 +5,7 @@ polling for ever."""
 from __future__ import annotations
 
 import asyncio
+import builtins
 import os
 import signal
 import time
@@ -21,11 +22,20 @@ from agentrl.verl import liveness  # noqa: E402
 
 @pytest.fixture(scope="module")
 def local_ray(tmp_path_factory):
-    os.environ["RAY_AUTH_MODE"] = "disabled"
+    # Ray's driver replaces builtins.print with its tqdm-safe print and leaves it so after shutdown: later tests in
+    # this process (a pickle payload naming builtins.print) would see Ray's function instead
+    patch = os.environ.get("RAY_TQDM_PATCH_PRINT")
+    os.environ["RAY_AUTH_MODE"], os.environ["RAY_TQDM_PATCH_PRINT"] = "disabled", "0"
+    own_print = builtins.print
     ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False,
              _temp_dir=str(tmp_path_factory.mktemp("ray")))
     yield
     ray.shutdown()
+    builtins.print = own_print
+    if patch is None:
+        del os.environ["RAY_TQDM_PATCH_PRINT"]
+    else:
+        os.environ["RAY_TQDM_PATCH_PRINT"] = patch
 
 
 @pytest.fixture(autouse=True)
