@@ -94,59 +94,51 @@ def _name(handle: Any, fallback: str) -> str:
         return fallback
 
 
-def patch_replay_buffer(module: Any) -> None:
-    cls = module.ReplayBuffer
-    original = cls._wait_for_next_poll
-    if getattr(original, "_agentrl_liveness", False):
+def _wrap(cls: Any, name: str, make: Any) -> None:
+    """Replace ``cls.name`` by ``make(original)`` once (a second install finds the mark and leaves it)."""
+    original = getattr(cls, name, None)
+    if original is None or getattr(original, "_agentrl_liveness", False):
         return
+    wrapper = functools.wraps(original)(make(original))
+    wrapper._agentrl_liveness = True
+    setattr(cls, name, wrapper)
 
-    @functools.wraps(original)
-    def _wait_for_next_poll(self, partition_id, last_debug_time):
-        check_now_and_then()
-        return original(self, partition_id, last_debug_time)
 
-    _wait_for_next_poll._agentrl_liveness = True  # type: ignore[attr-defined]
-    cls._wait_for_next_poll = _wait_for_next_poll
+def patch_replay_buffer(module: Any) -> None:
+    def make(original):
+        def _wait_for_next_poll(self, partition_id, last_debug_time):
+            check_now_and_then()
+            return original(self, partition_id, last_debug_time)
+        return _wait_for_next_poll
+
+    _wrap(module.ReplayBuffer, "_wait_for_next_poll", make)
 
 
 def patch_agent_loop(module: Any) -> None:
-    cls = module.AgentLoopManager
-    original = cls._init_agent_loop_workers
-    if getattr(original, "_agentrl_liveness", False):
-        return
+    def make(original):
+        async def _init_agent_loop_workers(self):
+            await original(self)
+            for i, worker in enumerate(getattr(self, "agent_loop_workers", None) or []):
+                watch(_name(worker, f"agent loop worker {i}"), worker)
+            for i, worker in enumerate(getattr(self, "reward_loop_worker_handles", None) or []):
+                watch(_name(worker, f"reward loop worker {i}"), worker)
+        return _init_agent_loop_workers
 
-    @functools.wraps(original)
-    async def _init_agent_loop_workers(self):
-        await original(self)
-        for i, worker in enumerate(getattr(self, "agent_loop_workers", None) or []):
-            watch(_name(worker, f"agent loop worker {i}"), worker)
-        for i, worker in enumerate(getattr(self, "reward_loop_worker_handles", None) or []):
-            watch(_name(worker, f"reward loop worker {i}"), worker)
-
-    _init_agent_loop_workers._agentrl_liveness = True  # type: ignore[attr-defined]
-    cls._init_agent_loop_workers = _init_agent_loop_workers
+    _wrap(module.AgentLoopManager, "_init_agent_loop_workers", make)
 
 
 def patch_replica(module: Any) -> None:
-    cls = module.RolloutReplica
+    def make(original):
+        async def init(self, *args, **kwargs):
+            result = await original(self, *args, **kwargs)
+            rank = getattr(self, "replica_rank", "?")
+            for i, server in enumerate(getattr(self, "servers", None) or []):
+                watch(_name(server, f"rollout server {i} of replica {rank}"), server)
+            return result
+        return init
+
     for method in ("init_hybrid", "init_hybrid_colocated", "init_colocated", "init_standalone"):
-        original = getattr(cls, method, None)
-        if original is None or getattr(original, "_agentrl_liveness", False):
-            continue
-
-        def wrap(original):
-            @functools.wraps(original)
-            async def init(self, *args, **kwargs):
-                result = await original(self, *args, **kwargs)
-                rank = getattr(self, "replica_rank", "?")
-                for i, server in enumerate(getattr(self, "servers", None) or []):
-                    watch(_name(server, f"rollout server {i} of replica {rank}"), server)
-                return result
-
-            init._agentrl_liveness = True  # type: ignore[attr-defined]
-            return init
-
-        setattr(cls, method, wrap(original))
+        _wrap(module.RolloutReplica, method, make)
 
 
 def install() -> None:
