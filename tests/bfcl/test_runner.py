@@ -14,6 +14,7 @@ import json
 
 import pytest
 
+from agentrl import cli
 from agentrl.trajectory import make_item, make_sample, make_step
 
 from agentrl_bfcl import ast_reward, bfcl, runner
@@ -101,7 +102,9 @@ def test_the_runner_fails_a_row_that_agentrl_scored_otherwise(eval_files, tmp_pa
     tampered.write_text("\n".join([lines[0], json.dumps(record)] + lines[2:]) + "\n")
     table = {t.category: t for t in runner.side_by_side([tampered], tmp_path / "work")}
     assert table["simple_python"].disagree == [(record["id"], 0.0, 1.0)]
-    assert runner.main(["side-by-side", str(tampered)]) == 1
+    # the plugin's command, as a user runs it (`agentrl bfcl`, registered through register_commands)
+    assert cli.main(["bfcl", "side-by-side", str(tampered)]) == 1
+    assert runner.main(["side-by-side", str(path)]) == 0
 
 
 def test_rows_the_runner_cannot_take_fail_clearly(tmp_path, capsys):
@@ -114,7 +117,7 @@ def test_rows_the_runner_cannot_take_fail_clearly(tmp_path, capsys):
         path.write_text(json.dumps(line) + "\n")
         with pytest.raises(runner.ExportError, match=said):
             runner.export_results([path], tmp_path / "out")
-        assert runner.main(["export-results", str(path), "-o", str(tmp_path / "out")]) == 2
+        assert cli.main(["bfcl", "export-results", str(path), "-o", str(tmp_path / "out")]) == 2
         assert said in capsys.readouterr().err
     assert runner.main(["export-results", str(tmp_path / "missing.jsonl"), "-o", str(tmp_path)]) == 2
     assert "no such file" in capsys.readouterr().err

@@ -1,9 +1,9 @@
 """An ``agentrl eval`` file scored again by bfcl-eval's own runner, beside agentrl's ``bfcl_ast`` reward.
 
     agentrl eval configs/smollm2.yaml --model base --data data/bfcl/live_simple.jsonl --limit 16 -o live_simple.jsonl
-    python -m agentrl_bfcl.runner export-results live_simple.jsonl -o bfcl_results
+    agentrl bfcl export-results live_simple.jsonl -o bfcl_results    # or python -m agentrl_bfcl.runner ...
         # bfcl_results/agentrl-FC/live/BFCL_v4_live_simple_result.json: {"id", "result"} per row
-    python -m agentrl_bfcl.runner side-by-side live_simple.jsonl simple_python.jsonl
+    agentrl bfcl side-by-side live_simple.jsonl simple_python.jsonl
         # category       rows  agentrl  bfcl-eval runner  agree
         # live_simple      16    0.250             0.250  16/16
 
@@ -189,32 +189,42 @@ def format_table(table: list[SideBySide]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    p = argparse.ArgumentParser(prog="python -m agentrl_bfcl.runner", description=__doc__.split("\n\n")[0])
-    sub = p.add_subparsers(dest="command", required=True)
+def add_arguments(parser) -> None:
+    """``export-results`` and ``side-by-side`` on ``parser`` (``agentrl bfcl``, or ``python -m agentrl_bfcl.runner``)."""
+    sub = parser.add_subparsers(dest="bfcl_command", required=True)
     ex = sub.add_parser("export-results", help="write agentrl eval files in bfcl-eval's result layout")
     ex.add_argument("eval_files", nargs="+")
     ex.add_argument("-o", "--output", required=True, help="bfcl-eval's --result-dir")
     sbs = sub.add_parser("side-by-side", help="per category: agentrl's bfcl_ast mean and bfcl-eval runner's accuracy")
     sbs.add_argument("eval_files", nargs="+")
     sbs.add_argument("--work", help="keep the runner's result and score files here (default: a temporary folder)")
-    for parser in (ex, sbs):
-        parser.add_argument("--sample", type=int, default=0, help="which rollout of each row (default 0)")
-    args = p.parse_args(argv)
+    for p in (ex, sbs):
+        p.add_argument("--sample", type=int, default=0, help="which rollout of each row (default 0)")
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    """0 done (side-by-side: and the scorers agree on every row), 1 a row where they disagree, 2 bad input."""
     try:
-        if args.command == "export-results":
+        if args.bfcl_command == "export-results":
             for path in export_results(args.eval_files, args.output, args.sample):
                 print(path)
-        else:
-            table = side_by_side(args.eval_files, args.work, args.sample)
-            print(format_table(table))
-            return 0 if all(not t.disagree for t in table) else 1
+            return 0
+        table = side_by_side(args.eval_files, args.work, args.sample)
+        print(format_table(table))
+        return 0 if all(not t.disagree for t in table) else 1
     except (ExportError, EvalFileError, bfcl.BfclMissing) as exc:  # each message names the file and the fix
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m agentrl_bfcl.runner", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    return args.func(args)
 
 
 if __name__ == "__main__":
