@@ -64,7 +64,8 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
 
     rows = []
     for kind, table in (("reward", plugins.rewards()), ("tool server", plugins.tool_servers()),
-                        ("converter", plugins.dataset_converters()), ("agent", plugins.agents())):
+                        ("converter", plugins.dataset_converters()), ("agent", plugins.agents()),
+                        ("command", plugins.commands())):
         for name, reg in sorted(table.items()):
             rows.append((kind, name, reg.plugin, reg.distribution, reg.description))
     if not rows:
@@ -219,7 +220,23 @@ def parser() -> argparse.ArgumentParser:
     from agentrl.workflow.commands import add_parsers
 
     add_parsers(sub)
+    _add_plugin_commands(sub)
     return p
+
+
+def _add_plugin_commands(sub) -> None:
+    """The subcommands plugins register (``register_commands``), e.g. the BFCL plugin's ``agentrl bfcl``."""
+    from agentrl import plugins
+
+    try:
+        registered = plugins.commands()
+    except plugins.PluginError:
+        return  # a broken plugin: the commands that load plugins say which, with the fix
+    for name, reg in registered.items():
+        if name in sub.choices:
+            raise plugins.PluginError(f"plugin {reg.plugin!r} (distribution {reg.distribution!r}) registered the "
+                                      f"command {name!r}, which agentrl already has: rename it in that plugin")
+        reg.value(sub.add_parser(name, help=reg.description))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -47,3 +47,13 @@ def register_agents(register):
     Call ``register(name, run)`` where ``run`` is ``async def run(row, base_url, api_key) -> str | None``
     (or a path to a ``.py`` file defining it); ``agentrl.agent.program: NAME`` selects it.
     """
+
+
+@hookspec
+def register_commands(register):
+    """Provide ``agentrl`` subcommands.
+
+    Call ``register(name, add_arguments, description="")`` where ``add_arguments(parser)`` declares the
+    command's arguments on its argparse parser and sets ``parser.set_defaults(func=run)``, ``run(args) -> int``;
+    ``agentrl NAME ...`` then runs it. A name agentrl already has is an error naming the plugin.
+    """

@@ -144,6 +144,11 @@ def agents(pm: pluggy.PluginManager | None = None) -> dict[str, Registered]:
     return _collect("agent", "register_agents", pm)
 
 
+def commands(pm: pluggy.PluginManager | None = None) -> dict[str, Registered]:
+    """Every registered ``agentrl`` subcommand, by name."""
+    return _collect("command", "register_commands", pm)
+
+
 def unknown_name_error(kind: str, name: str, known: list[str] | dict, where: str = "") -> PluginError:
     """An error for an unknown plugin name that lists what exists and the nearest match."""
     known = sorted(known)

@@ -146,6 +146,17 @@ class _ByteTokenizer:
 
 def agentrl_scores(category: str, texts: list[tuple[dict, str]]) -> list[float]:
     """Each text parsed by verl's Hermes tool-call parser, as one first turn, scored by ``bfcl_ast``."""
+    scores = []
+    for (row, _), calls in zip(texts, parsed_calls(texts)):
+        step = make_step("", tool_calls=calls)
+        item = make_item(row["messages"], row["metadata"], id=row["id"])
+        scores.append(ast_reward.grade(make_sample("r", [step]), item))
+    return scores
+
+
+def parsed_calls(texts: list[tuple[dict, str]]) -> list[list[dict]]:
+    """Each text's calls as verl's Hermes tool-call parser finds them and the episode records them (arguments
+    decoded from the parser's JSON text)."""
     import logging
 
     from verl.experimental.agent_loop.tool_parser import ToolParser
@@ -159,14 +170,8 @@ def agentrl_scores(category: str, texts: list[tuple[dict, str]]) -> list[float]:
         finally:
             logging.disable(logging.NOTSET)
 
-    scores = []
-    for (row, _), (_, calls) in zip(texts, asyncio.run(parse_all())):
-        # as the episode records a turn: arguments decoded from the parser's JSON text
-        step = make_step("", tool_calls=[{"id": f"d{n}", "name": c.name, "arguments": json.loads(c.arguments)}
-                                         for n, c in enumerate(calls)])
-        item = make_item(row["messages"], row["metadata"], id=row["id"])
-        scores.append(ast_reward.grade(make_sample("r", [step]), item))
-    return scores
+    return [[{"id": f"d{n}", "name": c.name, "arguments": json.loads(c.arguments)} for n, c in enumerate(calls)]
+            for _, calls in asyncio.run(parse_all())]
 
 
 def bfcl_scores(category: str, texts: list[tuple[dict, str]]) -> list[float]:

@@ -9,7 +9,9 @@ every provider SDK (anthropic, cohere, mistralai, google-genai, ...). The checke
 ``MODEL_CONFIG_MAPPING[model_name].underscore_to_dot``, whether the model's tool names had "." replaced by "_".
 So before the checker is imported, :func:`_stand_in_model_config` puts a module of that name in ``sys.modules``
 holding one entry, :data:`MODEL` (``underscore_to_dot=True``: agentrl offers BFCL's functions under names with
-"." replaced by "_", exactly as bfcl-eval's OpenAI-style function-calling handlers do). Where the real module is
+"." replaced by "_", exactly as bfcl-eval's OpenAI-style function-calling handlers do). The same entry carries
+what bfcl-eval's runner (``eval_runner.runner``: handler, score files, leaderboard CSVs) reads of a model, so
+that runner scores an exported agentrl eval file as one more local model (:mod:`agentrl_bfcl.runner`). Where the real module is
 already imported (the SDKs are installed and something imported it), the entry is added to its mapping instead.
 Nothing else of bfcl-eval is replaced: the checker, the data loaders and ``convert_to_tool`` are its own code.
 """
@@ -50,9 +52,27 @@ class BfclMissing(ImportError):
 
 @dataclass(frozen=True)
 class _Config:
-    """The one field of bfcl-eval's ModelConfig its AST checker reads."""
+    """bfcl-eval's ModelConfig for :data:`MODEL`: the field its AST checker reads (``underscore_to_dot``), and
+    those its runner reads (``eval_runner.get_handler``: the handler, model name and FC mode; the leaderboard
+    CSV: display name, url, org, license, prices), as bfcl-eval would list a local Hermes-format FC model."""
 
     underscore_to_dot: bool = True
+    model_name: str = MODEL
+    display_name: str = "agentrl eval file (FC)"
+    url: str = "https://github.com/agentrl"
+    org: str = "agentrl"
+    license: str = "apache-2.0"
+    input_price: float | None = None
+    output_price: float | None = None
+    is_fc_model: bool = True
+
+    @property
+    def model_handler(self):
+        """bfcl-eval's Hermes-format FC handler (``QwenFCHandler``): it decodes the ``<tool_call>`` blocks that
+        :mod:`agentrl_bfcl.runner` writes; imported when the runner asks, not when the checker is reached."""
+        from bfcl_eval.model_handler.local_inference.qwen_fc import QwenFCHandler
+
+        return QwenFCHandler
 
 
 def _stand_in_model_config() -> None:

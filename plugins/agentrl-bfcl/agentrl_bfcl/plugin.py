@@ -1,5 +1,6 @@
 """The agentrl plugin: the ``bfcl`` and ``bfcl-answers`` dataset converters, the ``bfcl_ast`` and ``bfcl_multi_turn`` rewards and the
-``bfcl`` tool server (BFCL's multi-turn environments, one process per rollout).
+``bfcl`` tool server (BFCL's multi-turn environments, one process per rollout), and the ``agentrl bfcl`` command
+(eval files scored by bfcl-eval's own runner).
 
 Kept light: bfcl-eval is imported only when rows are converted, a rollout is scored or the server runs.
 """
@@ -35,3 +36,11 @@ def register_tool_servers(register):
     register("bfcl", {"command": sys.executable, "args": ["-m", "agentrl_bfcl.server"], "stateful": True},
              description="BFCL's multi-turn environments (file system, math, messages, posts, tickets, trading, "
                          "travel, vehicle), one state per rollout from the row's initial config")
+
+
+@hookimpl
+def register_commands(register):
+    from agentrl_bfcl import runner
+
+    register("bfcl", runner.add_arguments,
+             description="BFCL: agentrl eval files scored by bfcl-eval's own runner (export-results, side-by-side)")
