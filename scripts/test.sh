@@ -34,7 +34,8 @@ if [ "$vllm" != 0 ]; then
   install_pid=$!
   pids+=("$install_pid")
 fi
-.venv/bin/python -m pytest -q -p no:cacheprovider tests/e2e >"$shared/e2e.log" 2>&1 &
+# --durations: every run prints where the long pole's time goes (fixtures' setup, where the trainings run, included)
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 tests/e2e >"$shared/e2e.log" 2>&1 &
 e2e_pid=$!
 pids+=("$e2e_pid")
 
