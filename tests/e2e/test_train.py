@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runs import AGENTRL, alive, commands, kill_9, read_jsonl, tracker_step, tree_of, wait_for  # tests/e2e/runs.py
+from runs import AGENTRL, after_kill, alive, at_checkpoint, commands, read_jsonl, tracker_step, tree_of  # tests/e2e/runs.py
 
 STEPS = 3
 
@@ -86,9 +86,12 @@ def resumed_run(tmp_path_factory, demo):
     first = subprocess.Popen(AGENTRL + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True, env=env, cwd=elsewhere,
                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    wait_for(lambda: tracker_step(run) >= 1, 900, first, every=0.2)
-    tree = tree_of(first.pid)
-    first.send_signal(signal.SIGINT)  # what Ctrl-C does
+    def ctrl_c() -> list:  # on the watcher's thread, the moment checkpoint 1 is complete
+        tree = tree_of(first.pid)
+        first.send_signal(signal.SIGINT)  # what Ctrl-C does
+        return tree
+
+    tree = at_checkpoint(run, 1, ctrl_c, first)
     result["out1"], _ = first.communicate(timeout=240)
     result["rc1"] = first.returncode
     result["alive_after_sigint"] = commands(tree)
@@ -97,9 +100,13 @@ def resumed_run(tmp_path_factory, demo):
     step_before_kill = tracker_step(run)
     second = subprocess.Popen(AGENTRL + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, env=env, cwd=elsewhere)
-    wait_for(lambda: tracker_step(run) > step_before_kill, 900, second, every=0.2)
-    result["running_at_kill"] = second.poll() is None
-    killed = kill_9(second, run)  # agentrl gets no chance to clean up
+    def kill() -> tuple[bool, list]:  # the moment the attempt's first checkpoint is complete
+        running, tree = second.poll() is None, tree_of(second.pid)
+        second.kill()  # kill -9: agentrl gets no chance to clean up
+        return running, tree
+
+    result["running_at_kill"], tree = at_checkpoint(run, step_before_kill + 1, kill, second)
+    killed = after_kill(second, tree, run)
     result["tree_size"], result["seconds_to_clean"] = killed["tree_size"], killed["seconds"]
     result["lock_free_while_alive"], result["alive_after_kill"] = killed["lock_free_while"], killed["left"]
     result["step_at_kill"] = tracker_step(run)  # what verl really reached; the watcher died with agentrl
