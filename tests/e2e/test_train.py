@@ -212,34 +212,6 @@ def test_rollouts_carry_their_step_and_split_and_none_is_repeated(resumed_run):
     assert resumed_run["zygotes_left"] == set(), "sandbox workers outlived the training run"
 
 
-@pytest.mark.parametrize("change, needle", [
-    ({"rewards": [{"name": "maths"}]}, "unknown reward 'maths'"),
-    ({"tools": ["calculater"]}, "calculater"),
-    ({"train_data": "/nonexistent/train.jsonl"}, "/nonexistent/train.jsonl"),
-    ({"run_dir": "/proc/version/run"}, "not writable"),
-    ({"rewards": [{"name": "./missing_reward.py"}]}, "missing_reward.py"),
-    ({"rewards": [{"name": "./rejected_reward.py"}]}, "rejected_reward.py, line 2"),  # the sandbox's policy
-    ({"group_size": 4}, "'agentrl.samples_per_prompt'"),
-])
-def test_bad_input_fails_before_training(tmp_path, demo, change, needle):
-    (tmp_path / "rejected_reward.py").write_text("def grade(sample, item):\n    _x = 1\n    return 1.0\n")
-    config = write_config(tmp_path, demo, **change)
-    result = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 2, result.stdout + result.stderr
-    assert needle in result.stderr
-    assert "Traceback" not in result.stderr
-
-
-def test_malformed_row_is_reported_with_file_and_line(tmp_path, demo):
-    data = tmp_path / "train.jsonl"
-    good = Path(demo["train_path"]).read_text().splitlines()[:5]
-    data.write_text("\n".join(good + ['{"metadata": {"expected_answer": "3"}}']) + "\n")
-    config = write_config(tmp_path, demo, train_data=str(data))
-    result = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 2
-    assert f"{data}:6" in result.stderr and 'no "messages" key' in result.stderr
-
-
 def test_dead_tool_server_makes_rollouts_unscorable_not_zero(tmp_path, demo):
     """Every rollout's tool server is dead: the step must still train (no NaN), count every rollout as
     unscorable with the cause, and never record a 0 reward for them."""
@@ -260,21 +232,6 @@ def test_dead_tool_server_makes_rollouts_unscorable_not_zero(tmp_path, demo):
     for key in ("loss", "grad_norm", "entropy"):  # a finite update: the unscorable rollouts got advantage 0
         assert metrics[key] is not None and metrics[key] == metrics[key], key
     assert "unscorable" in result.stdout
-
-
-def test_one_trainer_per_run_directory(tmp_path, demo):
-    """A second `agentrl train` on a run directory in use fails before touching it."""
-    import fcntl
-
-    config = write_config(tmp_path, demo)
-    run = tmp_path / "run"
-    run.mkdir()
-    with open(run / ".agentrl.lock", "w") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
-        result = subprocess.run(AGENTRL + ["train", str(config)], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 2
-    assert "already running" in result.stderr
-    assert not (run / "config.yaml").exists()
 
 
 FAMILIES = Path(__file__).parent.parent / "fixtures" / "families"
