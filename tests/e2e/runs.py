@@ -104,11 +104,19 @@ def tracker_step(run: Path) -> int:
 def at_checkpoint(run: Path, step: int, act: Callable[[], object], proc: subprocess.Popen,
                   timeout: float = 900.0) -> object:
     """Call ``act`` (a signal to ``proc``) the moment verl's tracker under ``run``/checkpoints names ``step`` or a
-    later one (verl writes it once that step's checkpoint folder is complete), and return what it returned.
+    later one (verl writes it once that step's checkpoint folder is complete), and return what it returned: see
+    :func:`when`."""
+    return when(run, lambda: tracker_step(run) >= step, act, proc, f"checkpoint {step}", timeout)
 
-    ``act`` runs on an inotify watcher's thread (watchdog, on the folder above ``run``, which exists before the run
-    does), within milliseconds of the tracker's write: never a poll interval later, when a fast next step may
-    already have run. Raises as :func:`wait_for` does if ``proc`` ends first or ``timeout`` s pass."""
+
+def when(run: Path, ready: Callable[[], bool], act: Callable[[], object], proc: subprocess.Popen, what: str,
+         timeout: float = 900.0) -> object:
+    """Call ``act`` the moment ``ready()`` holds for the files of ``run``, and return what it returned.
+
+    ``ready`` is asked on each inotify event under the folder above ``run`` (watchdog; that folder exists before
+    the run does), so ``act`` runs on the watcher's thread within milliseconds of the write that made it true:
+    never a poll interval later, when a fast next step may already have run. Raises as :func:`wait_for` does if
+    ``proc`` ends first or ``timeout`` s pass (``what`` names the awaited moment)."""
     from watchdog.events import FileSystemEventHandler
     from watchdog.observers import Observer
 
@@ -116,7 +124,7 @@ def at_checkpoint(run: Path, step: int, act: Callable[[], object], proc: subproc
 
     def check(*_event) -> None:
         with lock:  # once, however many events arrive
-            if not done.is_set() and tracker_step(run) >= step:
+            if not done.is_set() and ready():
                 try:
                     out["value"] = act()
                 except BaseException as exc:  # handed to the waiting test, not lost on the watcher's thread
@@ -134,11 +142,11 @@ def at_checkpoint(run: Path, step: int, act: Callable[[], object], proc: subproc
         while not done.wait(1.0):  # the process's end is no file event: looked at each second
             if proc.poll() is not None:
                 if not done.wait(1.0):  # an event of its last moment still being handled
-                    raise AssertionError(f"agentrl exited with {proc.returncode} before checkpoint {step}:\n"
+                    raise AssertionError(f"agentrl exited with {proc.returncode} before {what}:\n"
                                          f"{proc.stdout.read() if proc.stdout else ''}")
             elif time.monotonic() > deadline:
                 proc.kill()
-                raise AssertionError(f"no checkpoint {step} within {timeout:.0f} s")
+                raise AssertionError(f"no {what} within {timeout:.0f} s")
     finally:
         observer.stop()
         observer.join(10)
