@@ -117,9 +117,14 @@ def when(run: Path, ready: Callable[[], bool], act: Callable[[], object], proc: 
     the run does), so ``act`` runs on the watcher's thread within milliseconds of the write that made it true:
     never a poll interval later, when a fast next step may already have run. Raises as :func:`wait_for` does if
     ``proc`` ends first or ``timeout`` s pass (``what`` names the awaited moment)."""
+    import warnings
+
     from watchdog.events import FileSystemEventHandler
     from watchdog.observers import Observer
 
+    # a folder made with its subfolders at once (a checkpoint) has some watched twice, which watchdog reports as a
+    # RuntimeWarning: nothing is lost (pytest restores the filters after the test)
+    warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning, module="watchdog")
     done, lock, out = threading.Event(), threading.Lock(), {}
 
     def check(*_event) -> None:
