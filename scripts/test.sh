@@ -34,20 +34,21 @@ if [ "$vllm" != 0 ]; then
   install_pid=$!
   pids+=("$install_pid")
 fi
-.venv/bin/python -m pytest -q -p no:cacheprovider tests/e2e >"$shared/e2e.log" 2>&1 &
+# --durations (each group): every run prints where its time goes, fixtures' setup (where trainings run) included
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 tests/e2e >"$shared/e2e.log" 2>&1 &
 e2e_pid=$!
 pids+=("$e2e_pid")
 
 status=0
 echo "== tests (all but tests/e2e, which runs beside them; its log follows)"
-.venv/bin/python -m pytest -q -p no:cacheprovider --ignore=tests/e2e | tee "$shared/main.log" || status=$?
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 --ignore=tests/e2e | tee "$shared/main.log" || status=$?
 logs=("$shared/main.log" "$shared/e2e.log")
 
 # tests/cpu_vllm takes the core the main group leaves, beside tests/e2e (the long pole), not after it
 if [ "$vllm" != 0 ]; then
   if wait "$install_pid"; then
     echo "== tests/cpu_vllm in .venv-vllm, beside tests/e2e ($((SECONDS - started)) s since the suite started)"
-    .venv-vllm/bin/python -m pytest -q -p no:cacheprovider tests/cpu_vllm | tee "$shared/vllm.log" \
+    .venv-vllm/bin/python -m pytest -q -p no:cacheprovider --durations=10 tests/cpu_vllm | tee "$shared/vllm.log" \
       || status=$((status ? status : $?))
     logs+=("$shared/vllm.log")
   else

@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from agentrl.ui.rundir import is_running
@@ -74,6 +76,11 @@ def kill_9(proc: subprocess.Popen, run: Path | None = None, timeout: float = 60.
     what still ran when the run's lock was first seen free (the lock must outlive them all)."""
     tree = tree_of(proc.pid)
     proc.kill()
+    return after_kill(proc, tree, run, timeout)
+
+
+def after_kill(proc: subprocess.Popen, tree: list, run: Path | None = None, timeout: float = 60.0) -> dict:
+    """:func:`kill_9`'s wait, for a ``proc`` already sent SIGKILL with ``tree`` its processes read just before."""
     proc.wait()
     killed_at = time.monotonic()
     free_while: list[list[str]] = []
@@ -92,3 +99,62 @@ def tracker_step(run: Path) -> int:
     from agentrl.verl.checkpoints import latest_step
 
     return latest_step(run / "checkpoints") or 0
+
+
+def at_checkpoint(run: Path, step: int, act: Callable[[], object], proc: subprocess.Popen,
+                  timeout: float = 900.0) -> object:
+    """Call ``act`` (a signal to ``proc``) the moment verl's tracker under ``run``/checkpoints names ``step`` or a
+    later one (verl writes it once that step's checkpoint folder is complete), and return what it returned: see
+    :func:`when`."""
+    return when(run, lambda: tracker_step(run) >= step, act, proc, f"checkpoint {step}", timeout)
+
+
+def when(run: Path, ready: Callable[[], bool], act: Callable[[], object], proc: subprocess.Popen, what: str,
+         timeout: float = 900.0) -> object:
+    """Call ``act`` the moment ``ready()`` holds for the files of ``run``, and return what it returned.
+
+    ``ready`` is asked on each inotify event under the folder above ``run`` (watchdog; that folder exists before
+    the run does), so ``act`` runs on the watcher's thread within milliseconds of the write that made it true:
+    never a poll interval later, when a fast next step may already have run. Raises as :func:`wait_for` does if
+    ``proc`` ends first or ``timeout`` s pass (``what`` names the awaited moment)."""
+    import warnings
+
+    from watchdog.events import FileSystemEventHandler
+    from watchdog.observers import Observer
+
+    # a folder made with its subfolders at once (a checkpoint) has some watched twice, which watchdog reports as a
+    # RuntimeWarning: nothing is lost (pytest restores the filters after the test)
+    warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning, module="watchdog")
+    done, lock, out = threading.Event(), threading.Lock(), {}
+
+    def check(*_event) -> None:
+        with lock:  # once, however many events arrive
+            if not done.is_set() and ready():
+                try:
+                    out["value"] = act()
+                except BaseException as exc:  # handed to the waiting test, not lost on the watcher's thread
+                    out["error"] = exc
+                done.set()
+
+    handler = FileSystemEventHandler()
+    handler.on_any_event = check
+    observer = Observer()
+    observer.schedule(handler, str(run.parent), recursive=True)
+    observer.start()
+    try:
+        check()  # reached before the watch began
+        deadline = time.monotonic() + timeout
+        while not done.wait(1.0):  # the process's end is no file event: looked at each second
+            if proc.poll() is not None:
+                if not done.wait(1.0):  # an event of its last moment still being handled
+                    raise AssertionError(f"agentrl exited with {proc.returncode} before {what}:\n"
+                                         f"{proc.stdout.read() if proc.stdout else ''}")
+            elif time.monotonic() > deadline:
+                proc.kill()
+                raise AssertionError(f"no {what} within {timeout:.0f} s")
+    finally:
+        observer.stop()
+        observer.join(10)
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")

@@ -1,6 +1,6 @@
 """`agentrl train`'s pre-flight on a machine without a GPU: the CPU/GPU decision costs no torch import.
 
-    pytest tests/e2e/test_startup.py -q
+    pytest tests/core/test_startup.py -q
 
 Start-up time itself is measured by benchmarks/bench_train.py, not asserted here.
 """
