@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SCRIPT = textwrap.dedent("""
     import asyncio, json, sys
     from agentrl.dataset import loop_record
@@ -38,12 +40,12 @@ SCRIPT = textwrap.dedent("""
         async def finish(self, prompt):
             return 7
 
-    async def main(run_dir, category, row_id, *texts):
+    async def main(run_dir, jobs):
         spec = RunSpec(run_dir=run_dir, tools=[], rewards=[{"name": "bfcl_ast"}])
-        row = next(r for r in rows(category) if r["id"] == row_id)
         state = WorkerState(spec)
         try:
-            for text in texts:  # one episode each, one line each
+            for category, row_id, text in json.loads(jobs):  # one episode each, one line each
+                row = next(r for r in rows(category) if r["id"] == row_id)
                 policy = Scripted(text)
                 record = await Episode(state, policy).run(
                     loop_record(__import__("pathlib").Path("bfcl.jsonl"), 1, row), {"temperature": 0})
@@ -59,48 +61,53 @@ def _block(name, args):
     return f"<tool_call>\n{json.dumps({'name': name, 'arguments': args})}\n</tool_call>"
 
 
-def _runs(run_dir, category, row_id, *texts):
-    """One episode of the row per text, in one process: each episode's record and the tools it offered."""
-    run_dir.mkdir()
-    out = subprocess.run([sys.executable, "-c", SCRIPT, str(run_dir), category, row_id, *texts], capture_output=True,
-                         text=True, timeout=300)
+# parallel_0: play Taylor Swift for 20 minutes and Maroon 5 for 15 (spotify.play, offered as spotify_play)
+MAROON, SWIFT = {"artist": "Maroon 5", "duration": 15}, {"artist": "Taylor Swift", "duration": 20}
+# simple_java_1: SQL completion proposals for 'Customers', short names, params limit 50 and schema 'public'
+JAVA = {"object": "Customers", "useShortName": "true",
+        "params": 'new HashMap<String, Object>() {{ put("limit", 50); put("schemaFilter", "public"); }}'}
+JAVA_FN = "SQLCompletionAnalyzer_makeProposalsFromObject"
+# simple_javascript_0: validate the field 'userInputField' after typing is complete
+JS_FN = "validateUserInput"
+JOBS = {
+    "parallel_right": ("parallel", "parallel_0", _block("spotify_play", MAROON) + "\n" + _block("spotify_play", SWIFT)),
+    "parallel_one_of_two": ("parallel", "parallel_0", _block("spotify_play", SWIFT)),
+    "java_right": ("simple_java", "simple_java_1", _block(JAVA_FN, JAVA)),
+    # a JSON boolean where Java source text is asked for
+    "java_json_true": ("simple_java", "simple_java_1", _block(JAVA_FN, JAVA).replace('"true"', "true")),
+    "js_quoted": ("simple_javascript", "simple_javascript_0",
+                  _block(JS_FN, {"inputField": '"userInputField"', "isComplete": "true"})),
+    "js_bare": ("simple_javascript", "simple_javascript_0",  # read as is
+                _block(JS_FN, {"inputField": "userInputField", "isComplete": "true"})),
+    "js_wrong": ("simple_javascript", "simple_javascript_0",
+                 _block(JS_FN, {"inputField": '"userInputField"', "isComplete": "false"})),
+}
+
+
+@pytest.fixture(scope="module")
+def episodes(tmp_path_factory):
+    """Every episode of this file, run in one process (each start imports verl): name -> record and tools."""
+    run_dir = tmp_path_factory.mktemp("bfcl-episodes")
+    out = subprocess.run([sys.executable, "-c", SCRIPT, str(run_dir), json.dumps(list(JOBS.values()))],
+                         capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
-    return [json.loads(line) for line in out.stdout.splitlines()[-len(texts):]]
+    return dict(zip(JOBS, (json.loads(line) for line in out.stdout.splitlines()[-len(JOBS):])))
 
 
-def _run(run_dir, text):
-    (got,) = _runs(run_dir, "parallel", "parallel_0", text)
-    got["tools"] = [t["name"] for t in got["tools"]]
-    return got
-
-
-def test_a_parallel_row_scored_through_the_episode(tmp_path):
-    # parallel_0: play Taylor Swift for 20 minutes and Maroon 5 for 15 (spotify.play, offered as spotify_play)
-    right = _block("spotify_play", {"artist": "Maroon 5", "duration": 15}) + "\n" + \
-        _block("spotify_play", {"artist": "Taylor Swift", "duration": 20})
-    got = _run(tmp_path / "a", right)
+def test_a_parallel_row_scored_through_the_episode(episodes):
+    got = episodes["parallel_right"]
     record = got["record"]
-    assert got["tools"] == ["spotify_play"]
+    assert [t["name"] for t in got["tools"]] == ["spotify_play"]
     assert record["stop_reason"] == "declared_call" and record["tool_calls"] == 2
     assert record["trajectories"][0]["tool_results"] == [] and record["reward"] == 1.0
     assert record["components"] == {"bfcl_ast": 1.0}
-    wrong = _block("spotify_play", {"artist": "Taylor Swift", "duration": 20})  # one of the two calls
-    assert _run(tmp_path / "b", wrong)["record"]["components"] == {"bfcl_ast": 0.0}
+    assert episodes["parallel_one_of_two"]["record"]["components"] == {"bfcl_ast": 0.0}
 
 
-def test_java_and_javascript_rows_take_source_text_through_the_episode(tmp_path):
-    # simple_java_1: SQL completion proposals for 'Customers', short names, params limit 50 and schema 'public'
-    right = _block("SQLCompletionAnalyzer_makeProposalsFromObject", {
-        "object": "Customers", "useShortName": "true",
-        "params": 'new HashMap<String, Object>() {{ put("limit", 50); put("schemaFilter", "public"); }}'})
-    json_true = right.replace('"true"', "true")  # a JSON boolean where Java source text is asked for
-    got = _runs(tmp_path / "java", "simple_java", "simple_java_1", right, json_true)
-    (tool,) = got[0]["tools"]
+def test_java_and_javascript_rows_take_source_text_through_the_episode(episodes):
+    (tool,) = episodes["java_right"]["tools"]
     assert {p["type"] for p in tool["parameters"]["properties"].values()} == {"string"}  # offered as source text
-    assert [g["record"]["components"] for g in got] == [{"bfcl_ast": 1.0}, {"bfcl_ast": 0.0}]
-    # simple_javascript_0: validate the field 'userInputField' after typing is complete
-    quoted = _block("validateUserInput", {"inputField": '"userInputField"', "isComplete": "true"})
-    bare = _block("validateUserInput", {"inputField": "userInputField", "isComplete": "true"})  # read as is
-    wrong = _block("validateUserInput", {"inputField": '"userInputField"', "isComplete": "false"})
-    got = _runs(tmp_path / "js", "simple_javascript", "simple_javascript_0", quoted, bare, wrong)
-    assert [g["record"]["components"] for g in got] == [{"bfcl_ast": 1.0}, {"bfcl_ast": 1.0}, {"bfcl_ast": 0.0}]
+    assert [episodes[k]["record"]["components"] for k in ("java_right", "java_json_true")] == [
+        {"bfcl_ast": 1.0}, {"bfcl_ast": 0.0}]
+    assert [episodes[k]["record"]["components"] for k in ("js_quoted", "js_bare", "js_wrong")] == [
+        {"bfcl_ast": 1.0}, {"bfcl_ast": 1.0}, {"bfcl_ast": 0.0}]
