@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runs import AGENTRL, after_kill, at_checkpoint, read_jsonl, tracker_step, tree_of, when  # tests/e2e/runs.py
+from runs import AGENTRL, kill_9, read_jsonl, tracker_step, wait_for  # tests/e2e/runs.py
 
 STEPS = 5
 BATCH = 2
@@ -27,19 +27,8 @@ AHEAD = 1  # max_off_policy_steps
 
 
 def trained_steps(run: Path) -> list[int]:
-    from agentrl.runlog import read_jsonl as whole_lines  # the trainer may be writing a line
-
     path = run / "logs" / "trained.jsonl"
-    return [r["step"] for r in whole_lines(path)[0]] if path.exists() else []
-
-
-def kill_now(proc: subprocess.Popen, run: Path) -> tuple[list, int]:
-    """``kill -9`` on the watcher's thread: the processes it ran and how many rollouts it had generated."""
-    from agentrl.runlog import read_jsonl as whole_lines
-
-    generated, tree = len(whole_lines(run / "logs" / "generated.jsonl")[0]), tree_of(proc.pid)
-    proc.kill()
-    return tree, generated
+    return [r["step"] for r in read_jsonl(path)] if path.exists() else []
 
 
 @pytest.fixture(scope="module")
@@ -63,12 +52,10 @@ def killed_run(tmp_path_factory, demo):  # noqa: F811
 
     first = subprocess.Popen(AGENTRL + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True, env=env, cwd=root)
-    # step 2's batch is drawn and training on it, step 1 is checkpointed, step 2 is not yet: killed on the write
-    # that makes it so (an inotify event, runs.when), not at a poll that could come after step 2's checkpoint
-    # (">= 1", not "== 1": a watcher late past that checkpoint still kills, where the steps below allow for it)
-    tree, result["generated_at_kill"] = when(run, lambda: 2 in trained_steps(run) and tracker_step(run) >= 1,
-                                             lambda: kill_now(first, run), first, "step 2 trained before its checkpoint")
-    result["alive_after_kill"] = after_kill(first, tree)["left"]
+    # step 2's batch is drawn and training on it, step 1 is checkpointed, step 2 is not yet
+    wait_for(lambda: 2 in trained_steps(run) and tracker_step(run) == 1, 900, first, every=0.1)
+    result["generated_at_kill"] = len(read_jsonl(run / "logs" / "generated.jsonl"))
+    result["alive_after_kill"] = kill_9(first)["left"]
     # what verl really reached, read once nothing of the attempt is left: off-policy, step 2's rollouts are ready
     # when step 1 ends and step 2 can train and checkpoint in under a second (0.7 s in one CI run), so the kill may
     # land after that checkpoint; the resume must then start from it and set aside only what was trained past it
@@ -77,8 +64,8 @@ def killed_run(tmp_path_factory, demo):  # noqa: F811
 
     second = subprocess.Popen(AGENTRL + ["train", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, env=env, cwd=root)
-    tree, _ = at_checkpoint(run, 3, lambda: kill_now(second, run), second)  # step 3's checkpoint just completed
-    result["alive_after_kill2"] = after_kill(second, tree)["left"]
+    wait_for(lambda: tracker_step(run) == 3, 900, second, every=0.05)  # step 3's checkpoint just completed
+    result["alive_after_kill2"] = kill_9(second)["left"]
     result["out2"] = second.communicate(timeout=60)[0]
     result["trained_at_kill2"] = trained_steps(run)  # once nothing of the attempt is left to write it
 
