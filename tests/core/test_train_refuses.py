@@ -14,25 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
+
+from train_config import write_config  # tests/train_config.py
 
 AGENTRL = [sys.executable, "-m", "agentrl.cli"]
-
-
-def write_config(tmp_path: Path, demo: dict, **change) -> Path:
-    """A config that would train (tests/e2e/test_train.py's own), with ``change`` applied."""
-    block = {
-        "name": "e2e", "model": demo["model_path"], "train_data": demo["train_path"],
-        "tools": ["calculator"],
-        "rewards": [{"name": "math", "weight": 1.0}, {"name": "tool_use", "weight": 0}],
-        "batch_size": 2, "samples_per_prompt": 4, "max_steps": 3, "save_every": 1,
-        "max_prompt_length": 320, "max_response_length": 64, "learning_rate": 5e-4,
-        "run_dir": str(tmp_path / "run"), "agent": {"max_turns": 2, "max_tool_calls": 2},
-    }
-    block.update(change)
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump({"agentrl": block}))
-    return path
 
 
 @pytest.mark.parametrize("change, needle", [

@@ -22,24 +22,7 @@ import pytest
 import yaml
 
 from runs import AGENTRL, after_kill, alive, at_checkpoint, commands, read_jsonl, tracker_step, tree_of  # tests/e2e/runs.py
-
-STEPS = 3
-
-
-def write_config(tmp_path: Path, demo: dict, **agentrl) -> Path:
-    block = {
-        "name": "e2e", "model": demo["model_path"], "train_data": demo["train_path"],
-        "tools": ["calculator"],
-        "rewards": [{"name": "math", "weight": 1.0}, {"name": "tool_use", "weight": 0}],
-        "batch_size": 2, "samples_per_prompt": 4, "max_steps": STEPS, "save_every": 1,
-        "max_prompt_length": 320, "max_response_length": 64, "learning_rate": 5e-4,
-        "run_dir": str(tmp_path / "run"), "agent": {"max_turns": 2, "max_tool_calls": 2},
-    }
-    block.update(agentrl)
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump({"agentrl": block}))
-    return path
-
+from train_config import write_config  # tests/train_config.py
 
 STEPS_RESUMED = 6  # steps are short here: room for two stops before the end
 MY_REWARD = """
