@@ -58,7 +58,12 @@ NOTIFY_SYSCALLS = {"inotify_init": 253, "inotify_init1": 294, "inotify_add_watch
 # (CHILD_ONLY_SYSCALLS) by the template's filter where its loop is the C one, which waits on its child through
 # a SIGCHLD signalfd; the Python loop waits on a pidfd, so there each child adds child_seccomp_program (a
 # filter installed per call costs its JIT compile, a few hundred microseconds on a loaded VM).
-COUNTER_SYSCALLS = {"sysinfo": 99}
+# Mount ids: each call's scratch tmpfs is mounted afresh, and the kernel numbers mounts machine-wide (the
+# 64-bit unique id from one counter; the short id from one shared allocator, lowest free first), so a call
+# reading its scratch's id learns how many mounts every other sandbox made since: statx with
+# STATX_MNT_ID/STATX_MNT_ID_UNIQUE is refused, and listmount/statmount, which list the same ids.
+COUNTER_SYSCALLS = {"sysinfo": 99, "statmount": 457, "listmount": 458}
+_NR_STATX, STATX_MNT_IDS = 332, 0x1000 | 0x4000
 _NR_GETSOCKOPT, _NR_SETSOCKOPT, CLONE_PIDFD = 55, 54, 0x1000
 # (level, optname) refused: SOL_SOCKET/SO_COOKIE reads the counter; SO_PEERPIDFD (get) and SO_PASSPIDFD (set)
 # hand out pidfds of a unix socket's peer; SOL_IPV6/IPV6_FLOWLABEL_MGR leases flow labels, state of the
@@ -130,7 +135,8 @@ def seccomp_program(deny_connect: bool = True, *, off: tuple[str, ...] = (), den
     NOTIFY_SYSCALLS and fcntl(F_NOTIFY); and locks (flock, fcntl F_SETLK/F_SETLKW/F_OFD_SETLK/F_OFD_SETLKW)
     succeed without locking anything, so no sandboxed process ever holds a lock that another could see
     (F_GETLK keeps working and reports none). A call's own processes get no mutual exclusion from locks.
-    Machine-wide counters and figures ("counters"): EPERM for sysinfo, the futex2 calls, the socket options
+    Machine-wide counters and figures ("counters"): EPERM for sysinfo, listmount, statmount, statx asking
+    for a mount id, the futex2 calls, the socket options
     of DENIED_GETSOCKOPTS / DENIED_SETSOCKOPTS, clone with CLONE_PIDFD and (`deny_pidfd_open`) pidfd_open;
     for a futex operation without FUTEX_PRIVATE_FLAG, EAGAIN if it waits, EINVAL otherwise."""
     eperm, enosys, granted = _RET_ERRNO | 1, _RET_ERRNO | 38, _RET_ERRNO | 0
@@ -150,7 +156,7 @@ def seccomp_program(deny_connect: bool = True, *, off: tuple[str, ...] = (), den
     # at once, so the commonest calls skip the list.
     ruled = [*denied.values(), *PAGE_CACHE_SYSCALLS.values(), *(nr for nr, _ in SELF_ONLY_SYSCALLS.values()),
              _NR_MADVISE, _NR_PREADV2, _NR_PWRITEV2, _NR_FLOCK, _NR_FCNTL, _NR_CLONE3, _NR_CONNECT, _NR_SENDTO,
-             _NR_CLONE, _NR_SOCKET, _NR_GETSOCKOPT, _NR_SETSOCKOPT, _NR_FUTEX]
+             _NR_CLONE, _NR_SOCKET, _NR_GETSOCKOPT, _NR_SETSOCKOPT, _NR_FUTEX, _NR_STATX]
     p += [_insn(_JGE, 1, 0, min(ruled)), _insn(_RET, 0, 0, _RET_ALLOW)]
     for nr in sorted(denied.values()):
         p += [_insn(_JEQ, 0, 1, nr), _insn(_RET, 0, 0, eperm)]
@@ -166,6 +172,7 @@ def seccomp_program(deny_connect: bool = True, *, off: tuple[str, ...] = (), den
         einval = _RET_ERRNO | 22
         for nr, pairs in ((_NR_GETSOCKOPT, DENIED_GETSOCKOPTS), (_NR_SETSOCKOPT, DENIED_SETSOCKOPTS)):
             p += _sockopt_block(nr, pairs, eperm)
+        p += _arg_block(_NR_STATX, 3, [(STATX_MNT_IDS, eperm)], mask=True)  # statx(dirfd, path, flags, mask, buf)
         # futex(uaddr, op, ...): private -> allow; a shared wait -> EAGAIN; any other shared op -> EINVAL
         eagain = _RET_ERRNO | 11
         p += [_insn(_JEQ, 0, 8, _NR_FUTEX), _insn(_LD_W_ABS, 0, 0, 24), _insn(_JSET, 5, 0, _FUTEX_PRIVATE),
@@ -229,7 +236,8 @@ def filters(*, network: bool, off: tuple[str, ...], c_loop: bool, note) -> tuple
     child = b"" if "counters" in off or c_loop else child_seccomp_program()
     switched_off = "switched off (AGENTRL_SANDBOX_BENCH_OFF)"
     note("counters", "counters" not in off, "machine-wide counters and figures unreadable: sysinfo, "
-         "getsockopt(SO_COOKIE), pidfd_open, CLONE_PIDFD and IPv6 flow label leases denied; no shared futex "
+         "getsockopt(SO_COOKIE), pidfd_open, CLONE_PIDFD, mount ids (statx, listmount, statmount) and IPv6 "
+         "flow label leases denied; no shared futex "
          "can be waited on or woken" if "counters" not in off else switched_off)
     note("page_cache", "page_cache" not in off, "page-cache residency can be neither probed (mincore, cachestat, "
          "RWF_NOWAIT, readahead) nor evicted (fadvise, MADV_COLD/PAGEOUT); reading remains, and timing a read"

@@ -112,6 +112,32 @@ def test_machine_wide_counters_and_figures_are_unreadable(one):
     assert output(one, ordinary) == "True True"
 
 
+MOUNT_IDS = """import ctypes, errno, os, struct
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(256)
+def statx(mask):  # statx(AT_FDCWD, ".", 0, mask, buf): the scratch directory's mount id (stx_mnt_id at 0x90)
+    r = libc.syscall(332, -100, b".", 0, mask, buf)
+    return str(struct.unpack_from("Q", buf, 0x90)[0]) if r == 0 else errno.errorcode[ctypes.get_errno()]
+def listmount():  # listmount(LSMT_ROOT of this mount namespace): the unique ids of its mounts
+    ids = (ctypes.c_uint64 * 64)()
+    r = libc.syscall(458, struct.pack("IIQQ", 24, 0, 0xFFFFFFFFFFFFFFFF, 0), ids, 64, 0)
+    return str(ids[0]) if r > 0 else errno.errorcode[ctypes.get_errno()]
+def statmount():  # statmount(the scratch mount's unique id, STATMOUNT_MNT_BASIC)
+    out = ctypes.create_string_buffer(512)
+    r = libc.syscall(457, struct.pack("IIQQ", 24, 0, 2**31, 1), out, 512, 0)
+    return "read" if r == 0 else errno.errorcode[ctypes.get_errno()]
+print(statx(0x1000), statx(0x4000), listmount(), statmount(), os.stat(".").st_ino > 0)
+"""
+
+
+def test_mount_ids_are_unreadable(one):
+    """Each call's scratch is a fresh mount, and the kernel numbers mounts machine-wide (one counter for the
+    unique ids, one lowest-free allocator for the short ones): a call reading its scratch's mount id would learn
+    how many mounts every other sandbox made since the last call that read it. statx's mount ids, listmount and
+    statmount are refused; an ordinary stat still works."""
+    assert output(one, MOUNT_IDS).split() == ["EPERM"] * 4 + ["True"]
+
+
 FUTEX = """import ctypes, errno, mmap, threading
 libc = ctypes.CDLL(None, use_errno=True)
 page = mmap.mmap(-1, 4096)
