@@ -2,7 +2,7 @@
 of each measure against state shared between calls, switched off one at a time.
 
     .venv/bin/python benchmarks/bench_sandbox.py [--calls 3000] [--fresh-calls 300] [--rounds 3]
-                                                 [--measure-calls 2000] [--measure-rounds 3]
+                                                 [--measure-calls 2000] [--measure-rounds 3] [--workers N]
 
 Targets: the trivial grade() rate >= 1,000 calls/s and >= 10x the fresh process.
 
@@ -13,7 +13,8 @@ every measure on. Their CPU per trivial grader call is measured in interleaved r
 the request id on every reply (one integer in a JSON header) and the plain-data rule for `== literal`
 asserts (a probe with a comparison inside now runs in two processes: the last lines compare the two).
 
-Both sides use as many client threads as the machine has cores (at least 2). The fresh-process
+Both sides use as many client threads as the machine has cores (at least 2), or --workers N (and a sandbox
+of N workers). The fresh-process
 baseline is generous: `python -I -S` applying the same kernel isolation (network/IPC/UTS namespaces,
 rlimits, Landlock, uid drop, seccomp) but running the grader with plain exec, without RestrictedPython.
 Other jobs on the machine disturb the numbers: the script runs several rounds and prints each, and also
@@ -244,8 +245,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--measure-calls", type=int, default=2000)
     ap.add_argument("--measure-rounds", type=int, default=3)
+    ap.add_argument("--workers", type=int, default=0,
+                    help="sandbox workers and client threads (default: as many as cores, at least 2); the "
+                         "cpu-bound rate is always per core")
     args = ap.parse_args()
-    threads = max(2, os.cpu_count() or 2)
+    cores = max(2, os.cpu_count() or 2)
+    threads = args.workers or cores
     sb = Sandbox(size=threads)
     sample, item = {"final_answer": "4 "}, {"answer": "4"}
     heavy = "import math_verify\n" + GRADER
@@ -287,11 +292,11 @@ def main() -> None:
     zcm, fcm = statistics.median(zc), statistics.median(fc)
     print(f"median wall rate: zygote {zm:.1f} calls/s, fresh {fm:.1f} calls/s, ratio {zm / fm:.1f}x; "
           f"grader importing math_verify {hm:.1f} calls/s; reward file via load_reward {statistics.median(tr):.1f} calls/s")
-    print(f"median CPU per call: zygote {zcm * 1e3:.2f} ms, fresh {fcm * 1e3:.1f} ms -> cpu-bound rate on {threads} "
-          f"idle cores: zygote {threads / zcm:.0f} calls/s, fresh {threads / fcm:.0f} calls/s, ratio {fcm / zcm:.1f}x")
+    print(f"median CPU per call: zygote {zcm * 1e3:.2f} ms, fresh {fcm * 1e3:.1f} ms -> cpu-bound rate on {cores} "
+          f"idle cores: zygote {cores / zcm:.0f} calls/s, fresh {cores / fcm:.0f} calls/s, ratio {fcm / zcm:.1f}x")
     print(f"targets (>= 1000 calls/s, >= 10x): wall rate {'MET' if zm >= 1000 and zm / fm >= 10 else 'NOT MET'} "
           f"(load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores); cpu-bound rate "
-          f"{'MET' if threads / zcm >= 1000 and fcm / zcm >= 10 else 'NOT MET'}")
+          f"{'MET' if cores / zcm >= 1000 and fcm / zcm >= 10 else 'NOT MET'}")
     # Model code: a test judged on this side (`assert f(x) == literal`: one process) against tests run in two
     # processes, plain data between: HumanEval's `check(candidate)`, and a probe with a comparison inside,
     # which the plain-data rule moved there (its cost is the difference to the first line).

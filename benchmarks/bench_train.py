@@ -33,6 +33,11 @@ shared pages count more than once). verl's vLLM rollout needs the .venv-vllm env
 
     .venv-vllm/bin/python benchmarks/bench_train.py --rollouts vllm,transformers [--steps 4]
 
+``--config`` trains another config in those two modes, e.g. the real model (SmolLM2-135M on BFCL, whose
+files the config's comment says how to make):
+
+    .venv-vllm/bin/python benchmarks/bench_train.py --config configs/smollm2.yaml --rollouts vllm,transformers --steps 3
+
 With --dtypes, the same table for the trainer's compute dtype (``agentrl.dtype``). Every mode first prints the CPU
 kind (AVX-512 with native bf16, AVX2 with bf16 emulated) and the dtype ``auto`` chooses on it. On an AVX-512
 machine, ``ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2`` makes it compute like an AVX2-only one:
@@ -69,10 +74,13 @@ BASELINE = {"AGENTRL_REPLAY_POLL_S": "2.0"}  # verl's own poll interval
 BASELINE_OVERRIDES = ["reward.num_workers=8"]  # verl's default reward-loop workers
 
 
-def train(run: Path, steps: int, env: dict | None = None, extra: tuple = ()) -> bool:
-    """`agentrl train` on ``run`` up to ``steps`` (a run directory with a checkpoint resumes from it). A
-    checkpoint is saved at the last step, so the run can be resumed."""
-    cmd = [sys.executable, "-m", "agentrl.cli", "train", str(REPO / "configs" / "demo.yaml"), "--no-review",
+DEMO = REPO / "configs" / "demo.yaml"
+
+
+def train(run: Path, steps: int, env: dict | None = None, extra: tuple = (), config: Path = DEMO) -> bool:
+    """`agentrl train` of ``config`` on ``run`` up to ``steps`` (a run directory with a checkpoint resumes from
+    it). A checkpoint is saved at the last step, so the run can be resumed."""
+    cmd = [sys.executable, "-m", "agentrl.cli", "train", str(config), "--no-review",
            f"agentrl.max_steps={steps}", f"agentrl.save_every={steps}", "agentrl.val_data=null",
            f"agentrl.run_dir={run}", "agentrl.name=bench", *extra]
     print("running:", " ".join(cmd), " ".join(f"{k}={v}" for k, v in (env or {}).items()), flush=True)
@@ -115,12 +123,12 @@ def _watch_memory(proc: subprocess.Popen, every: float = 0.5) -> int:
     return peak
 
 
-def compare(folder: Path, setting: str, values: list[str], steps: int) -> int:
-    """Train the demo once with each value of ``agentrl.<setting>`` and print them side by side."""
+def compare(folder: Path, setting: str, values: list[str], steps: int, config: Path = DEMO) -> int:
+    """Train ``config`` once with each value of ``agentrl.<setting>`` and print them side by side."""
     rows = []
     for value in values:
         run = folder / value
-        if not train(run, steps, extra=(f"agentrl.{setting}={value}",)):
+        if not train(run, steps, extra=(f"agentrl.{setting}={value}",), config=config):
             return 1
         print(f"\n== {setting} {value}")
         rows.append(compare_row(run, value))
@@ -157,6 +165,8 @@ def main() -> int:
                     help="skip the baseline run (verl's 2 s replay-buffer poll and its 8 reward-loop workers)")
     ap.add_argument("--rollouts", help="compare rollouts instead, e.g. vllm,transformers (needs .venv-vllm for vllm)")
     ap.add_argument("--dtypes", help="compare the trainer's dtypes instead, e.g. float32,bfloat16 (agentrl.dtype)")
+    ap.add_argument("--config", default=str(DEMO),
+                    help="--rollouts, --dtypes: the config to train (default the demo), e.g. configs/smollm2.yaml")
     args = ap.parse_args()
     print(f"CPU: {precision.read_cpu().describe()}; agentrl.dtype auto trains in {precision.choose().dtype} here"
           + (f" (ONEDNN_MAX_CPU_ISA={os.environ['ONEDNN_MAX_CPU_ISA']})" if os.environ.get("ONEDNN_MAX_CPU_ISA") else "")
@@ -167,9 +177,9 @@ def main() -> int:
     if args.off_policy:
         return off_policy(args, folder)
     if args.rollouts:
-        return compare(folder, "rollout", args.rollouts.split(","), args.steps)
+        return compare(folder, "rollout", args.rollouts.split(","), args.steps, Path(args.config))
     if args.dtypes:
-        return compare(folder, "dtype", args.dtypes.split(","), args.steps)
+        return compare(folder, "dtype", args.dtypes.split(","), args.steps, Path(args.config))
     results = {}
     for name, env, extra in [("agentrl", None, ()), ("baseline", BASELINE, BASELINE_OVERRIDES)]:
         if name == "baseline" and args.no_baseline:
