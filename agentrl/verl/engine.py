@@ -15,6 +15,7 @@ GPU, or its CPU build (``scripts/install.sh --vllm``) with the CPU settings verl
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import uuid
@@ -105,7 +106,13 @@ class VllmEngine:
         return {"requests": self.requests}
 
     def close(self) -> None:
-        self.llm.shutdown() if hasattr(self.llm, "shutdown") else None
+        """Shut vLLM down now, and let go of it: an engine left to the interpreter's exit runs vLLM's
+        ``__del__`` after module globals are gone, which prints a TypeError traceback after the results."""
+        llm, self.llm = self.llm, None
+        if llm is not None:
+            llm.shutdown()
+            del llm
+            gc.collect()
 
 
 def vllm_platform() -> str | None:

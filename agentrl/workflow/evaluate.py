@@ -70,8 +70,9 @@ def evaluate(config: str, model: str, *, data: str | None, samples: int, tempera
         ["unscorable", summary["unscorable"]], ["tool calls / rollout", f"{summary['tool_calls_mean']:.2f}"],
         ["response tokens / rollout", f"{summary['tokens_mean']:.1f}"],
         *[[f"reward/{k}", f"{v:.3f}"] for k, v in summary["components"].items()],
-        ["time", f"{info['rollout_seconds']}s for the rollouts ({info['engine']}, {info.get('batches', '?')} batches)"
-                 f" + {info['load_seconds']}s to load"]])
+        ["time", f"{info['rollout_seconds']}s for the rollouts ({info['engine']}"
+                 + (f", {info['batches']} batches)" if "batches" in info else ")")
+                 + f" + {info['load_seconds']}s to load"]])
     out.line(f"per-sample records: {output}")
     out.emit(result)
     return result
