@@ -79,6 +79,19 @@ def kill_9(proc: subprocess.Popen, run: Path | None = None, timeout: float = 60.
     return after_kill(proc, tree, run, timeout)
 
 
+def kill_tree_9(proc: subprocess.Popen, timeout: float = 60.0) -> dict:
+    """``kill -9`` of every process of the attempt at once, ``proc`` and all it started (the OOM killer, a machine
+    lost), not only of ``proc`` as :func:`kill_9` does, after which verl's processes get seconds to stop; then as
+    :func:`kill_9`."""
+    tree = tree_of(proc.pid)
+    for p in tree:
+        try:
+            p.kill()
+        except Exception:  # psutil.NoSuchProcess: it ended meanwhile
+            pass
+    return after_kill(proc, tree, None, timeout)
+
+
 def after_kill(proc: subprocess.Popen, tree: list, run: Path | None = None, timeout: float = 60.0) -> dict:
     """:func:`kill_9`'s wait, for a ``proc`` already sent SIGKILL with ``tree`` its processes read just before."""
     proc.wait()
