@@ -83,11 +83,13 @@ def kill_tree_9(proc: subprocess.Popen, timeout: float = 60.0) -> dict:
     """``kill -9`` of every process of the attempt at once, ``proc`` and all it started (the OOM killer, a machine
     lost), not only of ``proc`` as :func:`kill_9` does, after which verl's processes get seconds to stop; then as
     :func:`kill_9`."""
+    import psutil
+
     tree = tree_of(proc.pid)
     for p in tree:
         try:
             p.kill()
-        except Exception:  # psutil.NoSuchProcess: it ended meanwhile
+        except psutil.Error:  # it ended meanwhile
             pass
     return after_kill(proc, tree, None, timeout)
 
