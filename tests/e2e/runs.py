@@ -81,8 +81,8 @@ def kill_9(proc: subprocess.Popen, run: Path | None = None, timeout: float = 60.
 
 def kill_tree_9(proc: subprocess.Popen, timeout: float = 60.0) -> dict:
     """``kill -9`` of every process of the attempt at once, ``proc`` and all it started (the OOM killer, a machine
-    lost), not only of ``proc`` as :func:`kill_9` does, after which verl's processes get seconds to stop; then as
-    :func:`kill_9`."""
+    lost); then waits as :func:`kill_9` does. :func:`kill_9` kills ``proc`` alone, as a user would, and agentrl's
+    guard then gives verl's processes a few seconds to stop, in which they may go on training."""
     import psutil
 
     tree = tree_of(proc.pid)
