@@ -35,11 +35,19 @@ def merged_state(state: dict, scale: float) -> dict:
 
 
 def merge_lora_checkpoint(actor_dir: Path) -> bool:
+    """Fold the adapters of ``actor_dir/huggingface/model.safetensors`` in, if it still holds PEFT names.
+
+    Decided by the file's own keys, not by an earlier merge's leftovers: verl writes a step's folder again when a
+    resumed run trains that step again, over a file merged before. The original goes to
+    ``peft_model.safetensors.orig`` (replacing an older one), and ``model.safetensors`` exists at every moment, so a
+    kill in the middle leaves either the PEFT file (merged next time) or the merged one."""
+    import os
+
     from agentrl.verl import checkpoints as layout
 
     meta_path = layout.lora_meta_files(actor_dir.parent)[0]
     weights = layout.hf_of(actor_dir.parent) / "model.safetensors"
-    if not meta_path.exists() or not weights.exists() or weights.with_name("peft_model.safetensors.orig").exists():
+    if not meta_path.exists() or not weights.exists():
         return False
     from safetensors import safe_open
     from safetensors.torch import save_file
@@ -53,8 +61,11 @@ def merge_lora_checkpoint(actor_dir: Path) -> bool:
     meta = json.loads(meta_path.read_text())
     scale = float(meta.get("lora_alpha", meta["r"])) / float(meta["r"])
     merged = merged_state(state, scale)
-    tmp = weights.with_name("model.safetensors.tmp")
+    tmp, orig = weights.with_name("model.safetensors.tmp"), weights.with_name("peft_model.safetensors.orig")
     save_file(merged, str(tmp), metadata={**metadata, "format": "pt"})
-    weights.rename(weights.with_name("peft_model.safetensors.orig"))
-    tmp.rename(weights)
+    kept = weights.with_name("peft_model.safetensors.orig.tmp")
+    kept.unlink(missing_ok=True)
+    os.link(weights, kept)  # a second name for verl's file, then moved over any older original
+    os.replace(kept, orig)
+    os.replace(tmp, weights)
     return True

@@ -114,9 +114,10 @@ def check_checkpoint(run_dir: Path) -> dict | None:
 
     if (hf / "config.json").exists():
         # LoRA: verl wrote adapter names; make each checkpoint a plain HF model (older ones too, which an
-        # attempt whose watcher had died left unmerged)
-        for _, older in layout.steps(ckpt_root):
-            if older == folder or layout.lora_meta_files(older)[0].exists():
+        # attempt whose watcher had died left unmerged). Never one past the tracker's step: that is a save an
+        # attempt stopped in the middle of, which the resumed run writes again.
+        for at, older in layout.steps(ckpt_root):
+            if at <= step and (older == folder or layout.lora_meta_files(older)[0].exists()):
                 merge_lora_checkpoint(older / "actor")
     if not layout.has_model(hf):
         return None
