@@ -8,7 +8,9 @@ heavy-tailed latency, and pushes back (429 / 503 with Retry-After) when told to.
                       "route_peak": {route: most calls at once}}  (each route is a tool, a server of its own)
 
 Latency: log-normal with the given median and 99th percentile (``--p50 0.4 --p99 4``: 400 ms and 4 s).
-Push-back: each call is answered 429 with probability ``--p429`` (``Retry-After: --retry-after``). A call can
+Push-back: a share ``--p429`` of the requests is answered 429 (``Retry-After: --retry-after``), spread evenly over
+them by arrival (0.1: the 10th, 20th, ... request), not drawn by chance: a test of 32 calls sees 3 of them, never
+none (a 0.9^32 = 3% chance with a coin per request, seen once in CI). A call can
 also script its own: ``{"arguments": {"fail": 2, "status": 503, "retry_after": "1"}}`` answers the first 2
 requests of that ``call_id`` with 503 and that Retry-After (seconds, or an HTTP date), then 200;
 ``{"arguments": {"sleep": 30}}`` answers after 30 s instead of the drawn latency.
@@ -33,7 +35,7 @@ STATE: dict = {}
 
 
 def _reset() -> None:
-    STATE.update(calls=0, in_flight=0, peak=0, pushed_back=0, answered=0, times=defaultdict(list),
+    STATE.update(calls=0, in_flight=0, peak=0, pushed_back=0, answered=0, served=0, times=defaultdict(list),
                  route_in_flight=defaultdict(int), route_peak=defaultdict(int))
 
 
@@ -67,7 +69,8 @@ async def tool(name: str, request: Request):
             return JSONResponse({"error": "slow down"}, status_code=int(args.get("status", 429)),
                                 headers={"Retry-After": str(args.get("retry_after", "1"))})
         await asyncio.sleep(float(args["sleep"]) if "sleep" in args else latency())
-        if random.random() < OPTIONS["p429"]:
+        STATE["served"] += 1  # requests that reached the shared push-back: every (1/p429)-th is pushed back
+        if math.floor(STATE["served"] * OPTIONS["p429"]) > math.floor((STATE["served"] - 1) * OPTIONS["p429"]):
             STATE["pushed_back"] += 1
             return JSONResponse({"error": "slow down"}, status_code=429, headers={"Retry-After": OPTIONS["retry_after"]})
         STATE["answered"] += 1
