@@ -252,14 +252,22 @@ def model_format(model: str, settings: Any, warnings: list[Problem]) -> dict:
 def _prompt_lengths(good: list[tuple[str, dict]], model: str, settings: Any, warnings: list[Problem]) -> dict:
     from transformers import AutoTokenizer
 
+    from agentrl.dataset import declared_tools
+
     tok = AutoTokenizer.from_pretrained(model)
     tools = _tool_schemas(settings)
     limit = settings.max_prompt_length if settings else None
     lengths = []
+    declared_any = False
     for where, row in good:
         allowed = (row.get("metadata") or {}).get("allowed_tools")
         offered = tools if tools is None or allowed is None else [
             t for t in tools if t["function"]["name"] in allowed or t["function"]["name"].split(".")[-1] in allowed]
+        # as the agent loop offers them (agentrl.episode): the row's declared tools after the served ones, a served
+        # tool of a declared name hidden
+        declared = declared_tools(row.get("metadata") or {})
+        declared_any = declared_any or bool(declared)
+        offered = [t for t in offered or [] if t["function"]["name"] not in declared] + list(declared.values())
         ids = tok.apply_chat_template(row["messages"], tools=offered or None, add_generation_prompt=True, tokenize=True,
                                       return_dict=False)
         lengths.append(len(ids))
@@ -269,7 +277,7 @@ def _prompt_lengths(good: list[tuple[str, dict]], model: str, settings: Any, war
                                            f"Raise max_prompt_length or shorten the prompt"))
     lengths.sort()
     return {"min": lengths[0], "median": statistics.median(lengths), "p95": lengths[int(0.95 * (len(lengths) - 1))],
-            "max": lengths[-1], "with_tool_schemas": tools is not None, "limit": limit}
+            "max": lengths[-1], "with_tool_schemas": tools is not None or declared_any, "limit": limit}
 
 
 def _get(row: dict, dotted: str) -> str:

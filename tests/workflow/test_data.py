@@ -65,6 +65,33 @@ def test_check_flags_prompts_longer_than_max_prompt_length(tmp_path, demo_config
     assert f"{data}:1: warning: prompt is" in out and "over agentrl.max_prompt_length=64" in out
 
 
+def test_check_counts_a_rows_declared_tools_in_its_prompt_length(tmp_path, demo_config, capsys):
+    """A row's metadata.declared_tools (BFCL's rows, OpenAI function-calling rows) reach the prompt as the agent
+    loop offers them: a run that serves no tools still has their schemas in every prompt."""
+    import yaml
+
+    cfg = yaml.safe_load(demo_config.read_text())
+    cfg["agentrl"].pop("tools", None)
+    cfg["agentrl"]["max_prompt_length"] = 120
+    bare = tmp_path / "bare.yaml"
+    bare.write_text(yaml.safe_dump(cfg))
+    schema = {"type": "function", "function": {
+        "name": "get_weather", "description": "The weather forecast for a city, by day, in the unit asked. " * 4,
+        "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "a city name"},
+                                                        "unit": {"type": "string", "enum": ["c", "f"]}},
+                       "required": ["city"]}}}
+    plain = _row("a", expected_answer="4", expected_tools=[{"name": "add"}])
+    declared = {**_row("b", q="What is 2 + 3?", expected_answer="5", expected_tools=[{"name": "add"}]),
+                "metadata": {"expected_answer": "5", "expected_tools": [{"name": "add"}], "declared_tools": [schema]}}
+    data = _write(tmp_path / "d.jsonl", [plain, declared])
+    assert main(["data", "check", str(data), "--config", str(bare), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    tokens = result["summary"]["prompt_tokens"]
+    assert tokens["with_tool_schemas"] and tokens["min"] <= 120 < tokens["max"], tokens
+    over = [w["where"] for w in result["warnings"] if "over agentrl.max_prompt_length=120" in w["problem"]]
+    assert over == [f"{data}:2"], result["warnings"]
+
+
 def test_clean_file_passes(tmp_path, capsys):
     data = _write(tmp_path / "ok.jsonl", [_row("a", task_type="sum"), _row("b", q="What is 3 + 3?", task_type="sum")])
     assert main(["data", "check", str(data)]) == 0
