@@ -151,9 +151,14 @@ def compare_row(run: Path, value: str) -> tuple:
     ups, step_s, _ = analyse(run)
     metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
     rollouts_ = list(read_records(RunDir(run).rollouts))
-    steady = [m for m in metrics if not m.get("validation") and m["step"] > 1]
+    train = [m for m in metrics if not m.get("validation")]
+    # the first step left out, as analyse() does; a one-step run (``--steps 1``, for a slow config) keeps it
+    first = 0 if all(m["step"] <= 1 for m in train) else 1
+    steady = [m for m in train if m["step"] > first]
+    if not first:
+        print(f"{value}: one step only: gen_s and tokens/s include the first step's start-up")
     gen = statistics.fmean(m["verl"].get("timing_s/gen", 0.0) for m in steady)
-    tokens = sum(r.response_tokens for r in rollouts_ if not r.validation and r.step > 1)
+    tokens = sum(r.response_tokens for r in rollouts_ if not r.validation and r.step > first)
     corr = [m["verl"].get("training/rollout_actor_probs_pearson_corr") for m in metrics if not m.get("validation")]
     peak = json.loads((run / "bench_peak_rss.json").read_text())["bytes"]
     return (value, ups[0]["from_command"] if ups else float("nan"), step_s, gen,
