@@ -90,6 +90,13 @@ def declared_tools(metadata: dict) -> dict[str, dict]:
     return found
 
 
+def offered_tools(served: list[dict] | None, declared: dict[str, dict]) -> list[dict] | None:
+    """The tool schemas a row's prompt offers: the served ones, less any a declared tool names, then the
+    declared ones (:func:`declared_tools`); None when there are none. The agent loop and `agentrl data check`'s
+    prompt lengths both use it."""
+    return [s for s in served or [] if s["function"]["name"] not in declared] + list(declared.values()) or None
+
+
 def read_rows(path: str | Path) -> Iterator[tuple[int, dict]]:
     """Yield ``(line_number, row)`` for every non-blank line, checking each one."""
     path = Path(path)

@@ -178,7 +178,7 @@ class Episode:
 
     async def _converse(self, st: _Progress, session: Any, has_tools: bool, item: Any,
                         sampling_params: dict[str, Any]) -> None:
-        from agentrl.dataset import declared_tools
+        from agentrl.dataset import declared_tools, offered_tools
         from agentrl.scripted import held_back, scripted_turns
 
         declared = declared_tools(item.metadata)  # offered, never run: a served tool of the same name is hidden
@@ -194,8 +194,7 @@ class Episode:
                                      "run serves no tools; add the server that provides it to the config's tools", "setup")
             session.hold_back(c["name"] for c in setup)
             await session.setup(unwrap(setup))
-        schemas = [s for s in await session.tool_schemas() or [] if s["function"]["name"] not in declared]
-        schemas = schemas + list(declared.values()) or None
+        schemas = offered_tools(await session.tool_schemas(), declared)
         await self.policy.start(st.messages, schemas)
         user = None if scripted else self.state.simulated_user()
         for turn in range(self.agent.max_turns):

@@ -252,7 +252,7 @@ def model_format(model: str, settings: Any, warnings: list[Problem]) -> dict:
 def _prompt_lengths(good: list[tuple[str, dict]], model: str, settings: Any, warnings: list[Problem]) -> dict:
     from transformers import AutoTokenizer
 
-    from agentrl.dataset import declared_tools
+    from agentrl.dataset import declared_tools, offered_tools
 
     tok = AutoTokenizer.from_pretrained(model)
     tools = _tool_schemas(settings)
@@ -263,12 +263,9 @@ def _prompt_lengths(good: list[tuple[str, dict]], model: str, settings: Any, war
         allowed = (row.get("metadata") or {}).get("allowed_tools")
         offered = tools if tools is None or allowed is None else [
             t for t in tools if t["function"]["name"] in allowed or t["function"]["name"].split(".")[-1] in allowed]
-        # as the agent loop offers them (agentrl.episode): the row's declared tools after the served ones, a served
-        # tool of a declared name hidden
-        declared = declared_tools(row.get("metadata") or {})
+        declared = declared_tools(row.get("metadata") or {})  # offered as the agent loop offers them
         declared_any = declared_any or bool(declared)
-        offered = [t for t in offered or [] if t["function"]["name"] not in declared] + list(declared.values())
-        ids = tok.apply_chat_template(row["messages"], tools=offered or None, add_generation_prompt=True, tokenize=True,
+        ids = tok.apply_chat_template(row["messages"], tools=offered_tools(offered, declared), add_generation_prompt=True, tokenize=True,
                                       return_dict=False)
         lengths.append(len(ids))
         if limit and len(ids) > limit:
