@@ -32,7 +32,8 @@ Each default is the one verl's own GPU recipes use, and each line below says why
 - The same plan trains on a machine with no GPU when ``agentrl.rollout=vllm`` and vLLM's CPU build is installed
   (``scripts/install.sh --vllm``): :func:`cpu_vllm_overrides` is this 1-GPU plan with ``CPU_VLLM_KEYS`` and
   ``CPU_VLLM_ENV`` on top (plus the CPU platform's Ray keys in ``agentrl.verl.args.CPU_DEFAULTS``); those are the
-  only differences, and each is there because the device forces it.
+  only differences, each there because the device forces it or (the fewer processes) because a CPU machine
+  has no cores to spare for them.
 - Agent-loop processes: verl's 8 per node. Each starts its own stdio tool servers and sandbox pool, so the
   sandbox pool is the node's cores shared among them; Ray workers on other nodes get agentrl's environment
   through ``ray_kwargs.ray_init.runtime_env.env_vars``.
@@ -77,6 +78,11 @@ CPU_VLLM_KEYS: dict[str, Any] = {
     # Each agent-loop process imports torch and verl (about 0.5 GB and seconds of a core each); a GPU node has
     # cores and memory for verl's 8, a CPU machine that also runs the actor and vLLM does not.
     "actor_rollout_ref.rollout.agent.num_workers": 1,
+    # verl asks vLLM for its multiprocess executor, which on one device is one more process (VllmWorker) beside the
+    # engine's, importing torch and vLLM again; on the CPU the one worker runs in the engine process instead. vLLM's
+    # CPU platform allows that only with VLLM_ENABLE_V1_MULTIPROCESSING=0 (CPU_VLLM_ENV), which leaves verl's async
+    # engine in its own process as before.
+    "+actor_rollout_ref.rollout.engine_kwargs.vllm.distributed_executor_backend": "uni",
 }
 # The CPU backend's own settings, for the vLLM server's processes (Ray workers get them through runtime_env).
 CPU_VLLM_ENV: dict[str, str] = {
@@ -84,6 +90,9 @@ CPU_VLLM_ENV: dict[str, str] = {
     "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
     # vLLM pins its OpenMP threads to cores by default; the trainer and the agent loop share those cores here
     "VLLM_CPU_OMP_THREADS_BIND": os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "nobind"),
+    # the model worker in the engine's process, not a process of its own (see CPU_VLLM_KEYS' executor); an async
+    # engine (verl's server, `agentrl eval --engine vllm`) keeps its engine core in a process of its own regardless
+    "VLLM_ENABLE_V1_MULTIPROCESSING": os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "0"),
 }
 CPU_VLLM_INSTALL = ("install vLLM's CPU build with `scripts/install.sh --vllm` and train with .venv-vllm/bin/agentrl, "
                     "or use agentrl.rollout=transformers")

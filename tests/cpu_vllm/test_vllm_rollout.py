@@ -73,6 +73,8 @@ def test_vllm_rollout_trains_with_weights_synced_every_step(which, request):
         assert r["verl"]["rollout_corr/training_log_ppl"] < r["verl"]["actor/entropy"] + 2.0, r["step"]
     log = (run / "training.log").read_text(errors="replace")
     assert "vLLMHttpServer" in log  # verl's own vLLM server replica served the rollouts
+    # the model worker ran in the engine's process: no process of its own importing torch and vLLM again
+    assert "VllmWorker" not in log
 
 
 def test_a_weight_sync_that_fails_stops_the_run_with_the_cause(demo, tmp_path):
