@@ -152,13 +152,14 @@ def compare_row(run: Path, value: str) -> tuple:
     metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
     rollouts_ = list(read_records(RunDir(run).rollouts))
     train = [m for m in metrics if not m.get("validation")]
-    # the first step left out, as analyse() does; a one-step run (``--steps 1``, for a slow config) keeps it
-    first = 0 if all(m["step"] <= 1 for m in train) else 1
-    steady = [m for m in train if m["step"] > first]
-    if not first:
+    # the steps analyse() calls steady; a one-step run (``--steps 1``, for a slow config) keeps its only step
+    firsts = first_steps(ups, metrics)
+    steady = [m for m in train if m["step"] not in firsts] or train
+    if len(steady) == len(train) and any(m["step"] in firsts for m in train):
         print(f"{value}: one step only: gen_s and tokens/s include the first step's start-up")
+    counted = {m["step"] for m in steady}
     gen = statistics.fmean(m["verl"].get("timing_s/gen", 0.0) for m in steady)
-    tokens = sum(r.response_tokens for r in rollouts_ if not r.validation and r.step > first)
+    tokens = sum(r.response_tokens for r in rollouts_ if not r.validation and r.step in counted)
     corr = [m["verl"].get("training/rollout_actor_probs_pearson_corr") for m in metrics if not m.get("validation")]
     peak = json.loads((run / "bench_peak_rss.json").read_text())["bytes"]
     return (value, ups[0]["from_command"] if ups else float("nan"), step_s, gen,
@@ -211,6 +212,11 @@ def startup_text(u: dict, fresh: bool) -> str:
     return text
 
 
+def first_steps(ups: list[dict], metrics: list[dict]) -> set[int]:
+    """The first step of each attempt (:func:`startups`), which steady-state figures leave out."""
+    return {u["first_step"] for u in ups} or {metrics[0]["step"] if metrics else 0}
+
+
 def analyse(run: Path) -> tuple[list[dict], float, float] | None:
     """Per-step table for one run; returns (start-ups per attempt, steady s/step, % of a step outside the model)."""
     metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
@@ -221,7 +227,7 @@ def analyse(run: Path) -> tuple[list[dict], float, float] | None:
     rows = []
     saves = []
     ups = startups(run)
-    firsts = {u["first_step"] for u in ups} or {metrics[0]["step"] if metrics else 0}
+    firsts = first_steps(ups, metrics)
     for m in metrics:
         if m.get("validation"):
             continue
