@@ -168,10 +168,12 @@ def build_overrides(settings: AgentrlSettings, verl_part: dict, *, model_path: s
         "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": max(1, s.batch_size * s.samples_per_prompt),
         "actor_rollout_ref.rollout.calculate_log_probs": True,
         "actor_rollout_ref.rollout.agent.default_agent_loop": "agentrl",
-        # agentrl's agent loop scores every rollout itself; verl's reward-loop workers (8 by default,
-        # each a process importing torch and verl) would only idle, and starting them cost ~30 s of
-        # a 2-core machine's start-up.
-        "reward.num_workers": 1,
+        # agentrl's agent loop scores every rollout itself (reward_score is always set: NaN when it could not
+        # score), so verl never asks a reward-loop worker: its 8 by default, each a process importing torch and
+        # verl, would only idle (~13 s of CPU apiece on a 2-core machine's start-up). With none, verl's reward
+        # manager hands the agent loop an empty list, which it never draws from, and the trainer skips its own
+        # reward pass (that pass runs only when the list is None).
+        "reward.num_workers": 0,
         "actor_rollout_ref.rollout.multi_turn.format": resolve_parser(s.agent.tool_parser, model_path),
         "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": max(1, s.batch_size * s.samples_per_prompt),
         "trainer.total_epochs": steps.epochs if steps else s.epochs,
