@@ -16,6 +16,7 @@ from agentrl.config import AgentrlSettings, flatten
 from agentrl.families import resolve_parser
 from agentrl.rundir import RunDir
 from agentrl.verl.cpuplan import PlanError, cpu_micro_batch, cpu_ranks, ray_address
+from agentrl.verl.router import CONFIG as ROUTER_CONFIG
 
 # What verl needs to run on a machine with no GPU (each line is an obstacle met and passed):
 CPU_DEFAULTS: dict[str, Any] = {
@@ -33,6 +34,8 @@ CPU_DEFAULTS: dict[str, Any] = {
     "transfer_queue.backend.SimpleStorage.num_data_storage_units": 1,
     "data.dataloader_num_workers": 0,
     "actor_rollout_ref.rollout.agent.num_workers": 1,
+    # verl's request router, the same policy, in a process that imports neither verl nor torch (agentrl/verl/router.py)
+    "actor_rollout_ref.rollout.router_config_path": str(ROUTER_CONFIG),
 }
 
 # With agentrl's own CPU rollout (not verl's vLLM one): that rollout samples in float32 with the very weights the

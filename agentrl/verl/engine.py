@@ -6,7 +6,7 @@
     out.token_ids, out.log_probs, out.stop_reason        # verl's TokenOutput, as from a rollout server
     engine.close()
 
-``transformers`` (CPU or one GPU): the CPU rollout's server (:class:`agentrl.verl.cpu.rollout.CpuRolloutServer`)
+``transformers`` (CPU or one GPU): the CPU rollout's server (:class:`agentrl.verl.cpu.server.CpuRolloutServer`)
 used in-process, so concurrent requests are gathered for a few milliseconds and decoded as one left-padded
 batch with the KV cache. ``vllm``: vLLM's offline ``AsyncLLMEngine`` where vLLM is installed: its CUDA build on a
 GPU, or its CPU build (``scripts/install.sh --vllm``) with the CPU settings verl's rollout uses there
@@ -36,7 +36,7 @@ class TransformersEngine:
 
     def __init__(self, model_path: str, *, prompt_length: int, response_length: int, seed: int = 0,
                  max_batch: int = 64) -> None:
-        from agentrl.verl.cpu.rollout import CpuRolloutServer
+        from agentrl.verl.cpu.server import CpuRolloutServer
 
         config = SimpleNamespace(prompt_length=prompt_length, response_length=response_length, seed=seed,
                                  max_num_seqs=max_batch)
