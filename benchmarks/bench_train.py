@@ -11,8 +11,8 @@ Reads metrics.jsonl and rollouts.jsonl and prints, per step and on average:
 The first step is reported apart (it includes warm-up). Start-up, for the fresh run and the resumed one: from
 verl's launch to the attempt's first rollout, and from the `agentrl train` command's own start (so agentrl's
 pre-flight shows: config, data, tool-server check, before verl is launched). The fresh run then goes again as
-the baseline, in the same invocation: verl's own 2 s replay-buffer poll (AGENTRL_REPLAY_POLL_S=2.0) and its 8
-reward-loop workers (reward.num_workers=8).
+the baseline, in the same invocation: verl's own 2 s replay-buffer poll (AGENTRL_REPLAY_POLL_S=2.0), its 8
+reward-loop workers (reward.num_workers=8) and its own request router (router_config_path=null).
 
     .venv/bin/python benchmarks/bench_train.py [--steps 6] [--resume-steps 2] [--keep DIR] [--no-baseline]
     .venv/bin/python benchmarks/bench_train.py --run runs/demo     # analyse a finished run instead
@@ -71,7 +71,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 BASELINE = {"AGENTRL_REPLAY_POLL_S": "2.0"}  # verl's own poll interval
-BASELINE_OVERRIDES = ["reward.num_workers=8"]  # verl's default reward-loop workers
+# verl's default reward-loop workers, and its own request router (a process importing verl)
+BASELINE_OVERRIDES = ["reward.num_workers=8", "actor_rollout_ref.rollout.router_config_path=null"]
 
 
 DEMO = REPO / "configs" / "demo.yaml"
@@ -162,7 +163,7 @@ def main() -> int:
     ap.add_argument("--keep", help="folder for the run directories (kept afterwards)")
     ap.add_argument("--run", help="analyse this finished run directory instead of training")
     ap.add_argument("--no-baseline", action="store_true",
-                    help="skip the baseline run (verl's 2 s replay-buffer poll and its 8 reward-loop workers)")
+                    help="skip the baseline run (verl's 2 s replay-buffer poll, 8 reward-loop workers and own router)")
     ap.add_argument("--rollouts", help="compare rollouts instead, e.g. vllm,transformers (needs .venv-vllm for vllm)")
     ap.add_argument("--dtypes", help="compare the trainer's dtypes instead, e.g. float32,bfloat16 (agentrl.dtype)")
     ap.add_argument("--config", default=str(DEMO),

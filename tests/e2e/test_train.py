@@ -72,6 +72,7 @@ def resumed_run(tmp_path_factory, demo):
     def ctrl_c() -> list:  # on the watcher's thread, the moment checkpoint 1 is complete
         tree = tree_of(first.pid)
         first.send_signal(signal.SIGINT)  # what Ctrl-C does
+        result["running_at_ctrl_c"] = commands(tree)  # read after the signal, not to delay it: nothing ends that fast
         return tree
 
     tree = at_checkpoint(run, 1, ctrl_c, first)
@@ -113,6 +114,15 @@ def test_sigint_stops_everything_and_exits_130(resumed_run):
     assert resumed_run["step_after_sigint"] < STEPS_RESUMED, "verl trained on to the end after Ctrl-C"
     assert "interrupted" in resumed_run["out1"]
     assert resumed_run["alive_after_sigint"] == []
+
+
+def test_the_run_starts_no_idle_verl_process(resumed_run):
+    """Requests are routed by agentrl's router, whose process imports neither verl nor torch, not by verl's own
+    balancer; and no reward-loop worker idles (agentrl's agent loop scores every rollout itself)."""
+    titles = [" ".join(cmd) for cmd in resumed_run["running_at_ctrl_c"]]
+    assert any("ray::TaskRunnerV1" in t for t in titles), titles  # the actors of the run were there to be seen
+    assert any("ray::Router" in t for t in titles), titles
+    assert not any("GlobalRequestLoadBalancer" in t or "RewardLoopWorker" in t for t in titles), titles
 
 
 def test_kill_9_leaves_nothing_running_within_10_s(resumed_run):
