@@ -7,7 +7,7 @@ process imports verl, and with it torch and transformers, to keep a dictionary: 
 of CPU at every start, beside the processes doing the work. verl's own extension point for routers,
 ``actor_rollout_ref.rollout.router_config_path`` (a YAML file naming ``router_class``, constructed with
 ``(servers, that file's dict)``), lets agentrl run the same policy from this module, whose process imports only
-Ray and the standard library. It implements verl's ``RequestLoadBalancer`` protocol (verl's
+Ray, cachetools and the standard library. It implements verl's ``RequestLoadBalancer`` protocol (verl's
 ``workers/rollout/router.py``) in full, the calls verl's trainers make to add, remove and rebalance servers
 included. verl forwards no ``full_determinism`` flag to a router of this kind, so the CPU plan, which never sets
 it, is where agentrl selects it (``agentrl.verl.args.CPU_DEFAULTS``).
@@ -16,9 +16,10 @@ it, is where agentrl selects it (``agentrl.verl.args.CPU_DEFAULTS``).
 from __future__ import annotations
 
 import random
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any
+
+import cachetools
 
 CONFIG = Path(__file__).with_name("router.yaml")  # what router_config_path names (an absolute path)
 
@@ -31,22 +32,16 @@ class Router:
     def __init__(self, servers: dict[str, Any], config: dict | None = None) -> None:
         self._servers: dict[str, Any] = dict(servers)
         self._inflight: dict[str, int] = {sid: 0 for sid in servers}
-        self._sticky: OrderedDict[str, str] = OrderedDict()
-        self._max = int((config or {}).get("max_cache_size", 10000))
+        self._sticky: cachetools.LRUCache = cachetools.LRUCache(maxsize=int((config or {}).get("max_cache_size", 10000)))
 
     def acquire_server(self, request_id: str, **extra: Any) -> tuple[str, Any]:
-        server_id = self._sticky.get(request_id)
-        if server_id is not None and server_id in self._inflight:
-            self._sticky.move_to_end(request_id)
-        else:
+        server_id = self._sticky.get(request_id)  # a hit makes the id the most recently used
+        if server_id is None or server_id not in self._inflight:  # new, evicted, or its server removed since
             if not self._inflight:
                 raise RuntimeError("No available servers in load balancer")
             least = min(self._inflight.values())
             server_id = random.choice([sid for sid, n in self._inflight.items() if n == least])
-            self._sticky[request_id] = server_id
-            self._sticky.move_to_end(request_id)
-            while len(self._sticky) > self._max:
-                self._sticky.popitem(last=False)
+            self._sticky[request_id] = server_id  # the least recently used id goes when the cache is full
         self._inflight[server_id] += 1
         return server_id, self._servers[server_id]
 
