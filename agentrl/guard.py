@@ -1,6 +1,6 @@
 """Ties verl's whole process tree to ``agentrl train``: when agentrl goes, for any reason, everything goes.
 
-    python -m agentrl.guard --lock-fd 5 -- python -m verl.trainer.main_ppo key=value ...
+    python -m agentrl.guard --lock-fd 5 -- python -m agentrl.verl.main key=value ...
 
 The runner starts this guard, which starts verl in a session of its own and becomes the *subreaper* of
 everything below it: Ray's daemons and workers, tool servers and sandbox workers that outlive their

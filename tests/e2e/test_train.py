@@ -118,9 +118,12 @@ def test_sigint_stops_everything_and_exits_130(resumed_run):
 
 def test_the_run_starts_no_idle_verl_process(resumed_run):
     """Requests are routed by agentrl's router, whose process imports neither verl nor torch, not by verl's own
-    balancer; and no reward-loop worker idles (agentrl's agent loop scores every rollout itself)."""
+    balancer; no reward-loop worker idles (agentrl's agent loop scores every rollout itself); and verl's task
+    runner runs in verl's driver process (agentrl.verl.main), not in an actor process of its own."""
     titles = [" ".join(cmd) for cmd in resumed_run["running_at_ctrl_c"]]
-    assert any("ray::TaskRunnerV1" in t for t in titles), titles  # the actors of the run were there to be seen
+    assert any("ray::WorkerDict" in t for t in titles), titles  # the actors of the run were there to be seen
+    assert any("-m agentrl.verl.main " in t for t in titles), titles
+    assert not any("TaskRunner" in t for t in titles), titles
     assert any("ray::Router" in t for t in titles), titles
     assert not any("GlobalRequestLoadBalancer" in t or "RewardLoopWorker" in t for t in titles), titles
 
