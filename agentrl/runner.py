@@ -309,7 +309,10 @@ def train(config_path: str, overrides: list[str], out=sys.stdout, check_tools: b
             print(f"restarting {run_dir} from step 1: no checkpoint was complete ({moved} lines of the earlier "
                   f"attempt set aside in logs/)", file=out)
     overrides, env = launch(run_dir, attempt, plan["overrides"])
-    cmd = [sys.executable, "-m", "agentrl.verl.main", *to_cli(overrides)]
+    # verl's task runner in verl's driver process (agentrl/verl/main.py); AGENTRL_TASK_RUNNER=actor starts verl's
+    # own main_ppo, whose runner is an actor process of its own (benchmarks/bench_train.py's baseline)
+    entry = "verl.trainer.main_ppo" if os.environ.get("AGENTRL_TASK_RUNNER") == "actor" else "agentrl.verl.main"
+    cmd = [sys.executable, "-m", entry, *to_cli(overrides)]
     (run_dir / "logs" / f"command.{attempt}.json").write_text(json.dumps(cmd, indent=1))
     print(f"agentrl: training {plan['settings'].name} for {plan['total_steps']} steps on "
           f"{'CPU' if plan['cpu'] else 'GPU'} with the {plan['rollout']} rollout; "

@@ -70,7 +70,8 @@ from train_report import (  # noqa: E402  (reading the runs and printing the tab
 REPO = Path(__file__).resolve().parent.parent
 
 
-BASELINE = {"AGENTRL_REPLAY_POLL_S": "2.0"}  # verl's own poll interval
+# verl's own poll interval, and verl's own main_ppo, whose task runner is an actor process of its own
+BASELINE = {"AGENTRL_REPLAY_POLL_S": "2.0", "AGENTRL_TASK_RUNNER": "actor"}
 # verl's default reward-loop workers, and its own request router (a process importing verl)
 BASELINE_OVERRIDES = ["reward.num_workers=8", "actor_rollout_ref.rollout.router_config_path=null"]
 
@@ -163,7 +164,8 @@ def main() -> int:
     ap.add_argument("--keep", help="folder for the run directories (kept afterwards)")
     ap.add_argument("--run", help="analyse this finished run directory instead of training")
     ap.add_argument("--no-baseline", action="store_true",
-                    help="skip the baseline run (verl's 2 s replay-buffer poll, 8 reward-loop workers and own router)")
+                    help="skip the baseline run (verl's 2 s replay-buffer poll, 8 reward-loop workers, own router "
+                         "and task-runner process)")
     ap.add_argument("--rollouts", help="compare rollouts instead, e.g. vllm,transformers (needs .venv-vllm for vllm)")
     ap.add_argument("--dtypes", help="compare the trainer's dtypes instead, e.g. float32,bfloat16 (agentrl.dtype)")
     ap.add_argument("--config", default=str(DEMO),

@@ -55,7 +55,8 @@ def attempt_launches(run: Path) -> list[tuple[int, float]]:
 # Milestones verl prints (with a timestamp) during start-up, in order: the start-up split by them.
 MILESTONES = [
     ("verl's imports, Hydra config, Ray start", r"Started a local Ray instance"),
-    ("trainer actor: imports, TransferQueue, datasets", r"train and validate dataloader initialized"),
+    ("task runner (its own process in the baseline), TransferQueue, datasets",
+     r"train and validate dataloader initialized"),
     ("actor worker: spawn, model, FSDP, optimizer", r"actor and ref model engine initialized"),
     ("reward loop, rollout server, checkpoint engine", r"checkpoint engine manager initialized"),
     ("checkpoint load (model, optimizer, data state)", r"all initialize finished, ready to fit"),

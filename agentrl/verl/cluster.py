@@ -9,8 +9,8 @@ What a plan asks of the cluster (verl 0.9.1, ``trainer.nnodes`` × ``trainer.n_g
   (verl's ``ResourcePoolManager.max_colocate_count``), so each of ``nnodes`` distinct nodes needs
   ``n_gpus_per_node`` GPUs and ``COLOCATE_CPUS × n_gpus_per_node`` CPUs;
 - TransferQueue's controller and each of its storage units hold one CPU each, anywhere;
-- verl's other actors (task runner, agent-loop and reward workers) hold none once started, but Ray needs
-  one free CPU to schedule each of them.
+- verl's other actors (agent-loop and reward workers; the task runner runs in the driver, agentrl.verl.main,
+  unless AGENTRL_TASK_RUNNER=actor) hold none once started, but Ray needs one free CPU to schedule each of them.
 The cluster is read in a child process with a time limit: an unreachable address or a refused token is an
 error with Ray's own reason, never a hang.
 """
