@@ -3,7 +3,7 @@
 ``agentrl train`` starts verl through this module (under ``agentrl.guard``). It is verl's own entry point
 (``verl.trainer.main_ppo.main``: the same Hydra config, ``validate_config``, ``ray.init`` with verl's runtime
 environment, the same ``TaskRunnerV1.run``) with one difference: verl starts the task runner as a Ray actor of
-its own, a new process that imports verl, torch and transformers again (about 12 s of CPU on a 2-core machine)
+its own, a new process that imports verl, torch and transformers again (16-18 s of CPU on a 2-core Intel Xeon)
 before it creates the trainer's actors, and then waits on them. That process is the first link of the chain
 in which a run's actors start one after another, so a run's first step came that much later. Here the runner
 is the same class, run in verl's driver process, which has imported all of it already: the actors it creates,
@@ -11,7 +11,11 @@ and what they do, are the same.
 
 What the actor had that this process lacks, it is given: the environment variables of the job's Ray runtime
 environment (``TOKENIZERS_PARALLELISM``, ``TRANSFER_QUEUE_ENABLE``, agentrl's own), which a Ray worker finds in
-its ``os.environ``, and the one compute thread Ray gives an actor (``OMP_NUM_THREADS=1``, unless set). A plain verl config (``python -m verl.trainer.main_ppo``) keeps verl's actor.
+its ``os.environ``, and the one compute thread Ray gives an actor (``OMP_NUM_THREADS=1``, unless set).
+
+A plain verl config (``python -m verl.trainer.main_ppo``) keeps verl's actor, and so does ``agentrl train`` with
+``AGENTRL_TASK_RUNNER=actor`` in its environment: the way to profile the runner with verl's nsys options (GPU),
+which need the actor.
 """
 
 from __future__ import annotations
