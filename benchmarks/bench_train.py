@@ -12,7 +12,8 @@ The first step is reported apart (it includes warm-up). Start-up, for the fresh 
 verl's launch to the attempt's first rollout, and from the `agentrl train` command's own start (so agentrl's
 pre-flight shows: config, data, tool-server check, before verl is launched). The fresh run then goes again as
 the baseline, in the same invocation: verl's own 2 s replay-buffer poll (AGENTRL_REPLAY_POLL_S=2.0), its 8
-reward-loop workers (reward.num_workers=8) and its own request router (router_config_path=null).
+reward-loop workers (reward.num_workers=8), its own request router (router_config_path=null) and its own
+main_ppo, whose task runner is an actor process of its own (AGENTRL_TASK_RUNNER=actor).
 
     .venv/bin/python benchmarks/bench_train.py [--steps 6] [--resume-steps 2] [--keep DIR] [--no-baseline]
     .venv/bin/python benchmarks/bench_train.py --run runs/demo     # analyse a finished run instead
