@@ -40,7 +40,7 @@ def _data(args: argparse.Namespace) -> int:
         files = args.files or ([f for f in (settings.train_data, settings.val_data) if f] if settings else [])
         if not files:
             raise SystemExit("agentrl data check: give FILE(s), or --config CONFIG to check its train_data and val_data")
-        result = check(files, settings=settings, model=model)
+        result = check(files, settings=settings, model=model, config=args.config)
         _show_check(result, out)
         out.emit(result)
         return 0 if result["ok"] else 1
@@ -256,4 +256,6 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--max-length", type=int, default=1536, help="warmup: tokens per row, prompt included")
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--force", action="store_true", help="warmup: replace a non-empty OUT folder")
+    m.add_argument("--config", help="warmup: a training config; its tool servers are offered in every prompt as its "
+                                    "rollouts offer them (a row's allowed_tools applies)")
     m.set_defaults(func=_models)

@@ -16,7 +16,6 @@ lengths in tokens.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import json
 import random
@@ -98,23 +97,7 @@ def _coding_suite(meta: dict, where: str, layouts: dict, problems: list[Problem]
         layouts.setdefault(suite.layout, []).append(len(suite.tests))
 
 
-def _tool_schemas(settings: Any) -> list | None:
-    if not settings or not settings.tools:
-        return None
-    from agentrl.tools import ToolHub
-
-    async def main():
-        hub = ToolHub.from_config(settings.tools, allow=settings.tool_allow)
-        try:
-            async with hub.rollout("agentrl-data-check") as session:
-                return await session.tool_schemas()
-        finally:
-            await hub.aclose()
-
-    return asyncio.run(main())
-
-
-def check(files: list[str], *, settings: Any = None, model: str | None = None) -> dict:
+def check(files: list[str], *, settings: Any = None, model: str | None = None, config: str | None = None) -> dict:
     """Every problem in ``files`` and a summary; nothing stops at the first bad row."""
     from agentrl.dataset import DatasetError, _check_row, row_id
 
@@ -176,7 +159,7 @@ def check(files: list[str], *, settings: Any = None, model: str | None = None) -
                                           "median": statistics.median(counts), "max": max(counts)}
                                    for name, counts in sorted(layouts.items())}
     if model and good:
-        summary["prompt_tokens"] = _prompt_lengths(good, model, settings, warnings)
+        summary["prompt_tokens"] = _prompt_lengths(good, model, settings, warnings, config)
     return {"ok": not problems, "problems": [p.as_dict() for p in problems],
             "warnings": [w.as_dict() for w in warnings], "summary": summary}
 
@@ -249,23 +232,20 @@ def model_format(model: str, settings: Any, warnings: list[Problem]) -> dict:
             "limits": limits}
 
 
-def _prompt_lengths(good: list[tuple[str, dict]], model: str, settings: Any, warnings: list[Problem]) -> dict:
+def _prompt_lengths(good: list[tuple[str, dict]], model: str, settings: Any, warnings: list[Problem],
+                    config: str | None = None) -> dict:
     from transformers import AutoTokenizer
 
-    from agentrl.dataset import declared_tools, offered_tools
+    from agentrl.tools.offers import offered_per_row
 
     tok = AutoTokenizer.from_pretrained(model)
-    tools = _tool_schemas(settings)
     limit = settings.max_prompt_length if settings else None
+    metas = [row.get("metadata") or {} for _, row in good]
+    offers = offered_per_row(settings.tools if settings else None, settings.tool_allow if settings else None, metas,
+                             config or "the config")
     lengths = []
-    declared_any = False
-    for where, row in good:
-        allowed = (row.get("metadata") or {}).get("allowed_tools")
-        offered = tools if tools is None or allowed is None else [
-            t for t in tools if t["function"]["name"] in allowed or t["function"]["name"].split(".")[-1] in allowed]
-        declared = declared_tools(row.get("metadata") or {})  # offered as the agent loop offers them
-        declared_any = declared_any or bool(declared)
-        ids = tok.apply_chat_template(row["messages"], tools=offered_tools(offered, declared), add_generation_prompt=True, tokenize=True,
+    for (where, row), offered in zip(good, offers):  # each prompt as the agent loop renders it
+        ids = tok.apply_chat_template(row["messages"], tools=offered, add_generation_prompt=True, tokenize=True,
                                       return_dict=False)
         lengths.append(len(ids))
         if limit and len(ids) > limit:
@@ -274,7 +254,7 @@ def _prompt_lengths(good: list[tuple[str, dict]], model: str, settings: Any, war
                                            f"Raise max_prompt_length or shorten the prompt"))
     lengths.sort()
     return {"min": lengths[0], "median": statistics.median(lengths), "p95": lengths[int(0.95 * (len(lengths) - 1))],
-            "max": lengths[-1], "with_tool_schemas": tools is not None or declared_any, "limit": limit}
+            "max": lengths[-1], "with_tool_schemas": any(o is not None for o in offers), "limit": limit}
 
 
 def _get(row: dict, dotted: str) -> str:

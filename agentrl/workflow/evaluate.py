@@ -116,7 +116,9 @@ def verdict(share_sometimes: float, share_never: float) -> tuple[str, str]:
     """The tutorial's reading of the success-rate distribution."""
     if share_never == 1.0:
         return "fix the prior", ("the base model never succeeds: GRPO has no signal. Improve the prompt, tools, "
-                                 "or start from a stronger/SFT'd model first")
+                                 "or start from a stronger model, or warm this one up on a few dozen "
+                                 "demonstrations (rows with metadata.demonstration): `agentrl models warmup MODEL "
+                                 "--data ROWS.jsonl --config CONFIG -o FOLDER`, then `model: FOLDER`")
     if share_sometimes >= 0.30:
         return "go", "a healthy share of prompts is in the signal band (sometimes solved)"
     if share_sometimes >= 0.15:

@@ -46,31 +46,41 @@ class WarmupReport:
     learning_rate: float
     batch_size: int
     dtype: str
+    tools_from: str
     loss_first: float
     loss_last: float
     tokens_learned: int
     seconds: float
 
 
-def encode(tok: Any, row: dict, where: str, max_length: int) -> tuple[list[int], list[int]]:
-    """(token ids, 0/1 mask of the tokens to learn) for one row: its messages and tools as the prompt, its
-    demonstration as the tokens learned."""
+def encode(tok: Any, row: dict, where: str, max_length: int, tools: Optional[list] = None) -> tuple[list[int], list[int]]:
+    """(token ids, 0/1 mask of the tokens to learn) for one row: its messages and ``tools`` (the schemas its prompt
+    offers: :func:`agentrl.tools.offers.offered_per_row`) as the prompt, then its demonstration. Only the assistant
+    turns are learned; a tool result (or user turn) inside a demonstration is context, as it is in a rollout."""
     demo = (row.get("metadata") or {}).get("demonstration")
-    if not isinstance(demo, list) or not demo or any(not isinstance(m, dict) or m.get("role") != "assistant"
-                                                      for m in demo[-1:]):
+    if not isinstance(demo, list) or not demo or any(not isinstance(m, dict) or not isinstance(m.get("role"), str)
+                                                      for m in demo) or demo[-1].get("role") != "assistant":
         raise WarmupError(f"{where}: metadata.demonstration must be a list of messages ending with an assistant "
                           f"turn (what the model should answer after the row's messages); "
                           f"`agentrl data convert --from bfcl-answers CATEGORY` writes such rows")
-    tools = (row.get("metadata") or {}).get("declared_tools") or None
-    prompt_text = tok.apply_chat_template(row["messages"], tools=tools, tokenize=False, add_generation_prompt=True)
-    full_text = tok.apply_chat_template(list(row["messages"]) + demo, tools=tools, tokenize=False)
-    if not full_text.startswith(prompt_text):
-        raise WarmupError(f"{where}: the chat template renders the prompt differently once the answer follows it, "
-                          f"so the answer's tokens cannot be told apart")
-    prompt = tok(prompt_text, add_special_tokens=False)["input_ids"]
-    answer = tok(full_text[len(prompt_text):], add_special_tokens=False)["input_ids"]
-    ids = (prompt + answer)[:max_length]
-    mask = ([0] * len(prompt) + [1] * len(answer))[:max_length]
+    ids: list[int] = []
+    mask: list[int] = []
+    rendered = ""
+    for n, message in enumerate(demo):
+        if message["role"] != "assistant":
+            continue
+        before = list(row["messages"]) + demo[:n]
+        context = tok.apply_chat_template(before, tools=tools, tokenize=False, add_generation_prompt=True)
+        turn = tok.apply_chat_template(before + [message], tools=tools, tokenize=False)
+        if not context.startswith(rendered) or not turn.startswith(context):
+            raise WarmupError(f"{where}: the chat template renders the conversation differently once "
+                              f"demonstration[{n}] follows it, so the answer's tokens cannot be told apart")
+        for text, learn in ((context[len(rendered):], 0), (turn[len(context):], 1)):
+            piece = tok(text, add_special_tokens=False)["input_ids"] if text else []
+            ids += piece
+            mask += [learn] * len(piece)
+        rendered = turn
+    ids, mask = ids[:max_length], mask[:max_length]
     if not any(mask):
         raise WarmupError(f"{where}: the answer starts after max_length={max_length} tokens; raise --max-length")
     return ids, mask
@@ -91,10 +101,36 @@ def read_rows(path: str) -> list[dict]:
     return rows
 
 
+def _offers(rows: list[dict], data: str, config: Optional[str]) -> list[Optional[list]]:
+    """The tool schemas each row's prompt offers (agentrl.tools.offers), the config's servers started once."""
+    from agentrl.dataset import declared_tools
+    from agentrl.tools.offers import offered_per_row
+
+    metas = []
+    for n, row in enumerate(rows, 1):
+        meta = (row.get("metadata") if isinstance(row, dict) else None) or {}
+        try:
+            declared_tools(meta)
+        except ValueError as exc:
+            raise WarmupError(f"{data}:{n} (id {row.get('id')!r}): {exc}") from None
+        metas.append(meta)
+    if not config:
+        return offered_per_row(None, None, metas)
+    from agentrl.workflow.models import load_settings
+
+    settings = load_settings(config)
+    if not settings.tools:
+        raise WarmupError(f"--config {config} serves no tools (agentrl.tools is empty), so it adds nothing to the "
+                          f"prompts; leave --config out to offer the rows' declared_tools only")
+    return offered_per_row(settings.tools, settings.tool_allow, metas, config)
+
+
 def warmup(model: str, data: str, out: str, *, epochs: int = 1, learning_rate: float = 2e-5, batch_size: int = 8,
            max_length: int = 1536, seed: int = 0, dtype: str = "auto", force: bool = False,
-           log: Callable[[str], None] = print) -> WarmupReport:
-    """Fine-tune ``model`` (a folder, or a packaged model's name) on ``data``'s demonstrations; write ``out``."""
+           config: Optional[str] = None, log: Callable[[str], None] = print) -> WarmupReport:
+    """Fine-tune ``model`` (a folder, or a packaged model's name) on ``data``'s demonstrations; write ``out``.
+    ``config``: a training config whose tool servers the prompts offer, as its rollouts will (without one, each
+    row offers only its ``metadata.declared_tools``)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -108,8 +144,10 @@ def warmup(model: str, data: str, out: str, *, epochs: int = 1, learning_rate: f
         raise WarmupError(f"{out} exists and is not empty; pass --force to replace it, or choose another folder")
     source, _ = resolve_model(model)
     rows = read_rows(data)
+    offers = _offers(rows, data, config)
     tok = AutoTokenizer.from_pretrained(source)
-    encoded = [encode(tok, row, f"{data}:{n} (id {row.get('id')!r})", max_length) for n, row in enumerate(rows, 1)]
+    encoded = [encode(tok, row, f"{data}:{n} (id {row.get('id')!r})", max_length, tools)
+               for n, (row, tools) in enumerate(zip(rows, offers), 1)]
     precision = choose(dtype)
     log(f"warm-up: {len(encoded)} demonstrations from {data}, {epochs} epoch(s), batch {batch_size}, "
         f"learning rate {learning_rate}; {precision.line().split(';')[0].replace('precision: training', 'computing')}")
@@ -155,6 +193,8 @@ def warmup(model: str, data: str, out: str, *, epochs: int = 1, learning_rate: f
             shutil.copy2(Path(source) / name, out_dir / name)
     report = WarmupReport(model=model, data=str(data), out=str(out_dir), rows=len(encoded), epochs=epochs,
                           steps=step, learning_rate=learning_rate, batch_size=batch_size, dtype=precision.dtype,
+                          tools_from=f"the tool servers of {config} and the rows' declared_tools" if config
+                          else "the rows' declared_tools",
                           loss_first=round(losses[0], 4), loss_last=round(losses[-1], 4), tokens_learned=learned,
                           seconds=round(time.perf_counter() - started, 1))
     (out_dir / "warmup.json").write_text(json.dumps(asdict(report), indent=2) + "\n")
@@ -166,7 +206,8 @@ def warmup(model: str, data: str, out: str, *, epochs: int = 1, learning_rate: f
 def main_args(args: Any) -> Optional[int]:
     try:
         warmup(args.name, args.data, args.out, epochs=args.epochs, learning_rate=args.lr,
-               batch_size=args.batch_size, max_length=args.max_length, seed=args.seed, force=args.force)
+               batch_size=args.batch_size, max_length=args.max_length, seed=args.seed, force=args.force,
+               config=args.config)
     except WarmupError as exc:
         raise SystemExit(f"agentrl models warmup: {exc}") from None
     return 0

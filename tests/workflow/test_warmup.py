@@ -39,7 +39,7 @@ def test_only_the_demonstration_is_learned(tiny_demo):
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(tiny_demo["model_path"])
-    ids, mask = encode(tok, ROWS[0], "rows.jsonl:1", 4096)
+    ids, mask = encode(tok, ROWS[0], "rows.jsonl:1", 4096, [ADD])
     prompt = tok.apply_chat_template(ROWS[0]["messages"], tools=[ADD], tokenize=False, add_generation_prompt=True)
     full = tok.apply_chat_template(ROWS[0]["messages"] + ROWS[0]["metadata"]["demonstration"], tools=[ADD],
                                    tokenize=False)
@@ -65,7 +65,7 @@ def test_warmup_learns_and_writes_a_folder_transformers_loads(tiny_demo, tmp_pat
         net = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
         total = 0.0
         for row in ROWS:
-            ids, mask = encode(tok, row, "", 4096)
+            ids, mask = encode(tok, row, "", 4096, [ADD])
             labels = torch.tensor([[t if m else -100 for t, m in zip(ids, mask)]])
             with torch.no_grad():
                 total += float(net(input_ids=torch.tensor([ids]), labels=labels).loss)
@@ -90,3 +90,68 @@ def test_bad_rows_and_an_occupied_folder_fail_before_training(tiny_demo, tmp_pat
     bad.write_text(json.dumps(ROWS[0]) + "\n{not json\n")
     with pytest.raises(WarmupError, match=r"bad.jsonl:2: not JSON"):
         warmup(tiny_demo["model_path"], str(bad), str(tmp_path / "out2"))
+
+
+def _served_row(n: int, a: int, b: int, allowed=None) -> dict:
+    """A demo row with a whole demonstration: the call, the calculator's result, the answer."""
+    call = {"type": "function", "function": {"name": "add", "arguments": {"a": a, "b": b}}}
+    meta = {"expected_answer": str(a + b), "demonstration": [
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "content": str(a + b)},
+        {"role": "assistant", "content": f"The answer is {a + b}."}]}
+    if allowed is not None:
+        meta["allowed_tools"] = allowed
+    return {"id": f"s{n}", "messages": [{"role": "user", "content": f"What is {a} + {b}?"}], "metadata": meta}
+
+
+def test_a_tool_result_in_a_demonstration_is_context_not_learned(tiny_demo):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_demo["model_path"])
+    ids, mask = encode(tok, _served_row(0, 417, 385), "rows.jsonl:1", 4096, [ADD])
+    learned = tok.decode([t for t, m in zip(ids, mask) if m])
+    assert '"a": 417' in learned and "The answer is 802." in learned  # both assistant turns
+    assert "<tool_response>" not in learned and learned.count("802") == 1  # the result is only read
+    assert "<tool_response>" in tok.decode(ids) and tok.decode(ids).count("802") == 2
+    spans = [m for n, m in enumerate(mask) if n == 0 or mask[n - 1] != m]
+    assert spans == [0, 1, 0, 1]  # prompt, call, the tool's result and the next turn's header, answer
+
+
+def test_with_a_config_the_prompts_offer_its_servers_tools_exactly_as_the_agent_loop_does(demo_config, scripted,
+                                                                                            tmp_path):
+    """The warm-up's prompt ids for a row equal the ids the agent loop sent the model for that row, with the real
+    calculator server's tools (and a row's allowed_tools) in them; without the config the tools are missing."""
+    from agentrl.workflow.local import LocalRunner, load_rows
+    from agentrl.workflow.models import load_settings
+    from agentrl.workflow.warmup import _offers
+
+    rows = [_served_row(0, 12, 30), _served_row(1, 7, 5, allowed=["add"])]
+    data = _write(tmp_path / "served.jsonl", rows)
+    settings = load_settings(str(demo_config), ["agentrl.max_prompt_length=2048"])  # the whole prompt is sent
+    runner = LocalRunner(settings, settings.model, engine="transformers")
+    runner.close()
+    sent = {}
+
+    class Recording(scripted):
+        async def generate(self, request_id, *, prompt_ids, sampling_params, **kw):
+            text = self.tok.decode(prompt_ids)
+            if "<tool_response>" not in text:
+                sent[text.rsplit("What is ", 1)[1].split("?")[0]] = list(prompt_ids)
+            return await super().generate(request_id, prompt_ids=prompt_ids, sampling_params=sampling_params, **kw)
+
+    runner.engine = Recording(runner.tokenizer)
+    records = runner.run(load_rows(data))
+    assert [r.rollout.reward for r in records] == [1.0, 1.0]
+    offers = _offers(rows, "rows.jsonl", str(demo_config))
+    names = [sorted(t["function"]["name"] for t in o) for o in offers]
+    assert {"add", "multiply", "subtract", "sqrt"} <= set(names[0]) and names[1] == ["add"]  # allowed_tools applies
+    for row, tools in zip(rows, offers):
+        ids, mask = encode(runner.tokenizer, row, "rows.jsonl", 4096, tools)
+        prompt = ids[:mask.index(1)]
+        assert prompt == sent[row["messages"][0]["content"][len("What is "):-1]]
+    bare, _ = encode(runner.tokenizer, rows[0], "rows.jsonl", 4096, _offers(rows, "rows.jsonl", None)[0])
+    assert "multiply" not in runner.tokenizer.decode(bare)  # the rows declare no tools: none without the config
+    with pytest.raises(WarmupError, match="serves no tools"):
+        no_tools = tmp_path / "no_tools.yaml"
+        no_tools.write_text(demo_config.read_text().replace("tools:\n  - calculator\n", "tools: []\n"))
+        warmup(settings.model, str(data), str(tmp_path / "out"), config=str(no_tools))
