@@ -239,7 +239,10 @@ def load_tools(path: str | os.PathLike) -> ToolsSetting:
     except ValidationError:
         raise ConfigError(f"{path}: agentrl.tools must be a list of plugin names or endpoint entries, an "
                           f"mcpServers mapping, or a JSON file's path (got {block.get('tools')!r})") from None
-    return _under(path.parent.resolve(), tools) if isinstance(tools, str) else tools
+    from agentrl.tools.config import start_in
+
+    base = path.parent.resolve()
+    return _under(base, tools) if isinstance(tools, str) else start_in(base, tools)
 
 
 def _under(base: Path, value: str) -> str:
@@ -248,8 +251,9 @@ def _under(base: Path, value: str) -> str:
 
 def resolve_paths(settings: AgentrlSettings, base: Path) -> None:
     """Every relative path in the ``agentrl:`` block is relative to the config file's folder, wherever
-    ``agentrl train`` runs from (verl's workers run in the run directory). ``run_dir`` is an output and
-    stays relative to the working directory."""
+    ``agentrl train`` runs from (verl's workers run in the run directory), and a stdio tool server declared here
+    starts in that folder unless its ``cwd`` says otherwise. ``run_dir`` is an output and stays relative to the
+    working directory."""
     from agentrl.workflow.model_import import known
 
     for attr in ("train_data", "val_data", "model"):
@@ -258,6 +262,10 @@ def resolve_paths(settings: AgentrlSettings, base: Path) -> None:
             setattr(settings, attr, _under(base, value))  # a packaged model's name is a name, unless a folder
     if isinstance(settings.tools, str):
         settings.tools = _under(base, settings.tools)
+    else:
+        from agentrl.tools.config import start_in
+
+        settings.tools = start_in(base, settings.tools)  # stdio servers start in this folder unless cwd says
     if settings.agent.program and settings.agent.program.endswith(".py"):
         settings.agent.program = _under(base, settings.agent.program)
     from agentrl.rewards.resolve import looks_like_path

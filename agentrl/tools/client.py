@@ -20,6 +20,7 @@ import asyncio
 import contextvars
 import json
 import os
+import shutil
 import sys
 import tempfile
 from typing import Any
@@ -46,6 +47,21 @@ _HTTP_429 = -32052
 _HTTP_AUTH = -32053
 _INFRA_CODES = {_HTTP_5XX: "http_5xx", _HTTP_429: "rate_limited", _HTTP_AUTH: "unauthorized", _HTTP_TRANSPORT: "transport", CONNECTION_CLOSED: "connection_closed",
                 REQUEST_TIMEOUT: "timeout"}
+
+
+def _other_python(spec: ServerSpec, tail: str) -> str:
+    """For a stdio server started as a bare ``python`` that missed a module: which Python that was. Run from
+    ``.venv/bin/agentrl`` without activating the environment, ``python`` is the one on PATH, not agentrl's."""
+    command = spec.command or ""
+    if command not in ("python", "python3") or "No module named" not in tail:
+        return ""
+    path = (spec.env or {}).get("PATH", os.environ.get("PATH"))
+    found = shutil.which(command, path=path)
+    if found and os.path.realpath(found) == os.path.realpath(sys.executable):
+        return ""
+    return (f"\n  {command!r} on PATH is {found or 'missing'}, not the Python agentrl runs in ({sys.executable}): "
+            f"to run the server with agentrl's packages, write `command: {sys.executable}` (or activate that "
+            f"environment before running agentrl)")
 
 
 class _RolloutHeaderTransport(httpx2.AsyncBaseTransport):
@@ -292,9 +308,11 @@ class Connection:
             leaf = _leaf(exc)
             if isinstance(leaf, FileNotFoundError):
                 return TransportFailure("transport", f"cannot start {command!r}: {leaf.strerror}: {leaf.filename}")
+            tail = self.stderr_tail()
             return TransportFailure((failure.kind if failure else "connect"),
                                     f"{command!r} exited or closed its stdout before MCP's handshake "
-                                    f"({_one_line(exc)})" + (self.stderr_tail() or "; it wrote nothing to stderr"))
+                                    f"({_one_line(exc)})" + (tail or "; it wrote nothing to stderr")
+                                    + _other_python(self.spec, tail))
         if failure is not None and failure.kind in ("unauthorized", "http_5xx", "rate_limited", "timeout"):
             return failure
         if failure is not None and failure.kind == "transport" and not self._http_transport.last_refusal:

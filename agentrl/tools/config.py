@@ -193,6 +193,30 @@ def _from_list(entries: list, source: str) -> dict:
     return out
 
 
+def start_in(base: Path, servers: Any) -> Any:
+    """``servers`` with each stdio server the user declared set to start in ``base`` (the config file's folder, or
+    a tools JSON file's): one without ``cwd`` gets ``base``, a relative ``cwd`` is taken under it. So
+    ``{"command": "python", "args": ["my_server.py"]}`` finds its script wherever agentrl runs, and in verl's
+    workers, which run in the run directory. Plugin names and HTTP servers are left as they are."""
+    def one(entry: Any) -> Any:
+        if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+            return entry
+        cwd = entry.get("cwd")
+        if cwd is None:
+            return {**entry, "cwd": str(base)}
+        if isinstance(cwd, str) and not cwd.startswith(("$", "~")) and not os.path.isabs(cwd):
+            return {**entry, "cwd": str(base / cwd)}
+        return entry
+
+    if isinstance(servers, list):
+        return [one(e) for e in servers]
+    if isinstance(servers, dict):
+        if isinstance(servers.get("mcpServers"), dict):
+            return {**servers, "mcpServers": {k: one(v) for k, v in servers["mcpServers"].items()}}
+        return {k: one(v) for k, v in servers.items()}
+    return servers
+
+
 def parse_servers_config(servers: Any, *, allow: dict[str, list[str]] | None = None, pm=None) -> dict[str, ServerSpec]:
     """Accept ``{"name": entry}``, ``{"mcpServers": {...}}``, a list of plugin names, or a path to a JSON file.
 
@@ -207,6 +231,7 @@ def parse_servers_config(servers: Any, *, allow: dict[str, list[str]] | None = N
             servers = json.loads(path.read_text())
         except json.JSONDecodeError as exc:
             raise ToolConfigError(f"tool server config file {str(path)!r} is not valid JSON: {exc}") from None
+        servers = start_in(path.resolve().parent, servers)
         source = str(path)
     if isinstance(servers, list):  # ["calculator", {"name": "search", "url": ...}]: plugins and function tools
         servers = _from_list(servers, source if source != "the tool server config" else "tools")

@@ -4,6 +4,7 @@ each command reads only what it uses, so no model, data or rewards are asked for
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -60,3 +61,75 @@ def test_no_tools_named_is_said_with_an_example(tmp_path, capsys):
     config.write_text(yaml.safe_dump({"agentrl": {"model": "demo"}}))
     with pytest.raises(SystemExit, match=r"agentrl.tools is empty; name tool servers there \(e.g. tools: \[calculator\]\)"):
         main(["tools", "list", str(config)])
+
+
+SERVER = '''from mcp.server.mcpserver import MCPServer
+import os
+app = MCPServer("mine", log_level="WARNING")
+
+@app.tool()
+def where() -> str:
+    """The server's working directory."""
+    return os.getcwd()
+
+app.run()
+'''
+
+
+def test_a_users_own_server_script_beside_the_config_starts_from_any_folder(tmp_path, monkeypatch, capsys):
+    """`args: [my_server.py]` as a newcomer writes it: the server starts in the config's folder (a relative `cwd`
+    is under it), wherever agentrl runs, as verl's workers do from the run directory."""
+    import sys
+
+    from agentrl.config import load_config
+
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    (project / "srv").mkdir(parents=True)
+    elsewhere.mkdir()
+    (project / "my_server.py").write_text(SERVER)
+    (project / "srv" / "other.py").write_text(SERVER)
+    (project / "d.jsonl").write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}) + "\n")
+    tools = {"mine": {"command": sys.executable, "args": ["my_server.py"]},
+             "sub": {"command": sys.executable, "args": ["other.py"], "cwd": "srv"}}
+    (project / "my.yaml").write_text(yaml.safe_dump({"agentrl": {
+        "model": "demo", "train_data": "d.jsonl", "tools": tools, "rewards": ["math"]}}))
+    monkeypatch.chdir(elsewhere)
+    assert main(["tools", "call", str(project / "my.yaml"), "mine.where"]) == 0, capsys.readouterr()
+    assert capsys.readouterr().out.strip() == str(project)
+    assert main(["tools", "call", str(project / "my.yaml"), "sub.where"]) == 0, capsys.readouterr()
+    assert capsys.readouterr().out.strip() == str(project / "srv")
+    settings, _, _ = load_config(project / "my.yaml")  # what training hands verl's workers
+    assert settings.tools["mine"]["cwd"] == str(project) and settings.tools["sub"]["cwd"] == str(project / "srv")
+    assert load_config(project / "my.yaml", ["agentrl.tools=[calculator]"])[0].tools == ["calculator"]  # plugins: as named
+    (project / "servers.json").write_text(json.dumps({"mcpServers": {"mine": tools["mine"]}}))
+    (project / "by_file.yaml").write_text(yaml.safe_dump({"agentrl": {"tools": "servers.json"}}))
+    assert main(["tools", "call", str(project / "by_file.yaml"), "mine.where"]) == 0, capsys.readouterr()
+    assert capsys.readouterr().out.strip() == str(project)  # a JSON file's servers start in its folder
+
+
+def test_a_bare_python_without_the_servers_packages_is_named_with_agentrls_own(tmp_path, monkeypatch, capsys):
+    """Run as `.venv/bin/agentrl` without the environment activated, `python` is another interpreter: the error
+    says which, and the command to write."""
+    import os
+    import sys
+
+    from agentrl.tools.client import _other_python
+    from agentrl.tools.config import ServerSpec
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    other = bindir / "python"
+    other.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'mcp'\" >&2\nexit 1\n")
+    other.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump({"agentrl": {"tools": {"mine": {"command": "python",
+                                                                                    "args": ["my_server.py"]}}}}))
+    assert main(["tools", "check", str(tmp_path / "t.yaml")]) != 0
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "No module named 'mcp'" in text and f"'python' on PATH is {other}" in text, text
+    assert f"write `command: {sys.executable}`" in text
+    spec = ServerSpec(name="x", command="python")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    assert _other_python(spec, "No module named 'mcp'") == ""  # agentrl's own python: nothing to add
+    assert _other_python(spec, "SyntaxError") == ""  # not a missing module
