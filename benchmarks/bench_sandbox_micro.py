@@ -9,7 +9,8 @@ a stacked seccomp filter installed (each call's child: seccomp.child_seccomp_pro
 (seccomp.seccomp_program, once more on top of the one this process runs under, as a template does) run on
 10,000 cheap syscalls (getppid: allowed at its first jump) and on 10,000 futex
 wakes (the arguments checked). CPU time, not wall time: other jobs on the machine disturb it much less.
-First it splits a trivial grader call's CPU by process role (host, zygotes, templates, the calls' children),
+First it measures the floor of a fresh process per call (a fork of a Python process running a 3-line job and
+exiting, no isolation; bare and with a grader template's imports), then splits a trivial grader call's CPU by process role (host, zygotes, templates, the calls' children),
 then measures what a network namespace made for each call would cost (the kernel's teardown included).
 Needs root (cgroups); Linux, x86_64.
 """
@@ -155,6 +156,55 @@ def split(calls: int, rounds: int) -> None:
         print(f"  {role:<20} {statistics.median(values) * 1e6:8.0f} (rounds {', '.join(f'{v * 1e6:.0f}' for v in values)})")
 
 
+_FLOOR_CHILD = r"""
+import gc, json, os, resource, sys
+if sys.argv[2] == "template":  # what a grader template holds before it serves: its imports, frozen, heap collapsed
+    import agentrl.sandbox.child, agentrl.sandbox.template  # noqa: E401,F401
+    from agentrl.sandbox import harden
+    from agentrl.sandbox.policy import grader_globals
+    grader_globals("grader.py", {}.get, False)
+    gc.collect(); gc.freeze()
+    harden.collapse_to_huge_pages(open("/proc/self/maps").read())
+def grade(sample, item):
+    return 1.0 if sample["final_answer"] == item["answer"] else 0.0
+n, out = int(sys.argv[1]), []
+def cpu():
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+start = cpu()
+for _ in range(n):
+    pid = os.fork()
+    if pid == 0:
+        req = json.loads('{"sample": {"final_answer": "4"}, "item": {"answer": "4"}}')
+        json.dumps({"score": grade(req["sample"], req["item"])})
+        os._exit(0)
+    os.waitpid(pid, 0)
+print((cpu() - start) / n)
+"""
+
+
+def floor(forks: int, rounds: int) -> None:
+    """The per-call process alone: CPU per fork of a child that decodes a small JSON job, grades it and exits, in
+    (a) a bare interpreter (`python -I -S`, nothing imported) and (b) one holding what a grader template holds.
+    No isolation, no zygote, no host round trip: what any design that gives each call a fresh copy of a Python
+    process pays on this machine, set against the 2 x 1,000 / cores budget of 1,000 calls/s."""
+    import subprocess
+    import sys
+
+    cores = os.cpu_count() or 1
+    per: dict[str, list[float]] = {"bare interpreter (python -I -S)": [], "a grader template's process": []}
+    for _ in range(rounds):
+        for (name, values), flags, kind in zip(per.items(), (["-I", "-S"], ["-I"]), ("bare", "template")):
+            out = subprocess.run([sys.executable, *flags, "-c", _FLOOR_CHILD, str(forks), kind], check=True,
+                                 capture_output=True, text=True).stdout
+            values.append(float(out.split()[-1]))
+    print(f"the per-call process alone ({rounds} x {forks} forks, a 3-line JSON job, no isolation; load "
+          f"{os.getloadavg()[0]:.2f}), CPU per call; 1,000 calls/s on {cores} cores allows {cores * 1000 / 1000:.0f} ms:")
+    for name, values in per.items():
+        print(f"  {name:<34} {statistics.median(values) * 1e6:8.0f} us (rounds "
+              f"{', '.join(f'{v * 1e6:.0f}' for v in values)})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--forks", type=int, default=2000)
@@ -162,7 +212,11 @@ def main() -> None:
     ap.add_argument("--split-calls", type=int, default=1000, help="calls per round of the split by role (0: skip)")
     ap.add_argument("--netns-forks", type=int, default=500, help="forks per round of the network namespace "
                     "cost (0: skip)")
+    ap.add_argument("--floor-forks", type=int, default=1000, help="forks per round of the per-call process alone, "
+                    "bare and as a template holds it (0: skip)")
     args = ap.parse_args()
+    if args.floor_forks:
+        floor(args.floor_forks, args.rounds)
     if args.split_calls:
         split(args.split_calls, args.rounds)
     if args.netns_forks:
