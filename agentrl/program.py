@@ -54,6 +54,9 @@ def _from_file(path: str) -> Callable:
     if name in sys.modules:
         module = sys.modules[name]
     else:
+        folder = str(file.resolve().parent)
+        if folder not in sys.path:  # its own modules beside it import, as under `python file.py` (installed ones first)
+            sys.path.append(folder)
         spec = importlib.util.spec_from_file_location(name, file)
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module

@@ -4,6 +4,8 @@ with the token audit checking that every trained assistant token is a token the 
 
 from __future__ import annotations
 
+import asyncio
+
 import json
 from pathlib import Path
 
@@ -169,6 +171,24 @@ def test_program_names_fail_clearly(tmp_path):
         load_program("no_such_module:run")
     assert load_program(str(AGENT)).__name__ == "run"
     assert load_program(str(AGENT)) is load_program(str(AGENT))  # imported once per process
+
+
+def test_an_agent_file_imports_the_modules_beside_it(tmp_path, monkeypatch):
+    """An agent written before agentrl keeps its helpers in files of its own folder; loaded by path (relative to the
+    config's folder), the file imports them as `python agent.py` would, and installed packages keep their names."""
+    import sys
+
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "my_directory.py").write_text("PEOPLE = {'Dana': '4417'}\n")
+    (tmp_path / "proj" / "colorsys.py").write_text("raise ImportError('the standard library was shadowed')\n")
+    (tmp_path / "proj" / "agent.py").write_text(
+        "import colorsys, json\nfrom my_directory import PEOPLE\n\nasync def run(row, base_url, api_key):\n"
+        "    return json.dumps(PEOPLE)\n")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    for name in ("my_directory", "colorsys"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    run = load_program("agent.py", base=tmp_path / "proj")
+    assert asyncio.run(run({}, "", "")) == '{"Dana": "4417"}'
 
 
 def test_register_agents_hook_selects_an_agent_by_name(monkeypatch, capsys):
