@@ -55,23 +55,14 @@ def preflight(settings: Any, where: str = "agentrl") -> None:
         load_program(settings.agent.program)
     if not settings.tools:
         return
-    from agentrl.tools import ToolHub, ToolInfraError, parse_servers_config
+    from agentrl.tools import parse_servers_config
+    from agentrl.tools.offers import ServerDown, offered_per_row
 
     parse_servers_config(settings.tools, allow=settings.tool_allow)
-
-    async def listing() -> None:
-        hub = ToolHub.from_config(settings.tools, allow=settings.tool_allow)
-        try:
-            async with hub.rollout("agentrl-preflight") as session:
-                await session.tool_schemas()
-        finally:
-            await hub.aclose()
-
     try:
-        asyncio.run(listing())
-    except ToolInfraError as exc:
-        raise PreflightError(f"{where}: agentrl.tools: {exc}. Run `agentrl tools check {where}` to see each "
-                             f"server's output") from None
+        offered_per_row(settings.tools, settings.tool_allow, [{}], where)  # every server starts and lists its tools
+    except ServerDown as exc:
+        raise PreflightError(str(exc)) from None
 
 
 class LocalRunner:
