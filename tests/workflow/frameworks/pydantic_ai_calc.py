@@ -22,6 +22,7 @@ def multiply(a: float, b: float) -> float:
 
 async def run(row, base_url, api_key):
     model = OpenAIChatModel("policy", provider=OpenAIProvider(base_url=base_url, api_key=api_key))
-    agent = Agent(model, tools=[add, subtract, multiply])
+    # three output retries (pydantic-ai's default is one): a small model that ends a turn with nothing gets asked again
+    agent = Agent(model, tools=[add, subtract, multiply], retries={"tools": 1, "output": 3})
     result = await agent.run(row["messages"][-1]["content"])
     return result.output
