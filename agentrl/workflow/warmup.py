@@ -21,6 +21,7 @@ The compute dtype is the trainer's: bfloat16 autocast where the CPU does bfloat1
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import random
@@ -125,6 +126,38 @@ def _offers(rows: list[dict], data: str, config: Optional[str]) -> list[Optional
     return offered_per_row(settings.tools, settings.tool_allow, metas, config)
 
 
+def batch_gradients(net: Any, batch: list[tuple[list[int], list[int]]], autocast: Any = None) -> float:
+    """Add to ``net``'s gradients those of one batch's loss, the mean cross-entropy of its learned tokens (as the
+    model's own loss gives it for the batch padded into one tensor), and return that loss. The rows go through the
+    model one at a time, each one's summed loss divided by the batch's count of learned tokens, so the sum is the
+    batch's mean, with no padding and no attention mask: a padded batch of 8 of BFCL's rows (500 to 900 tokens)
+    held 13 GB of activations in float32, one row at a time 3.9 GB, and it ran about a fifth faster. The output
+    layer runs only at the positions that predict a learned token (``logits_to_keep``), not over the prompt (with
+    SmolLM2's 49,152-token vocabulary the prompt's logits were 3 GB more). ``batch``: (token ids, 0/1 learn mask)
+    per row, from :func:`encode`."""
+    import contextlib
+
+    import torch
+
+    keeps = "logits_to_keep" in inspect.signature(net.forward).parameters
+    count = sum(sum(mask[1:]) for _, mask in batch)  # position t predicts token t + 1: the first is never predicted
+    total = 0.0
+    for ids, mask in batch:
+        labels = torch.tensor([[t if m else -100 for t, m in zip(ids, mask)]])
+        target = labels[:, 1:]
+        with autocast or contextlib.nullcontext():
+            if keeps:
+                positions = (target[0] != -100).nonzero().flatten()
+                logits = net(input_ids=torch.tensor([ids]), logits_to_keep=positions).logits
+                summed = torch.nn.functional.cross_entropy(logits.float()[0], target[0, positions], reduction="sum")
+            else:  # a model whose forward cannot keep some positions: its own loss, a mean over this row
+                summed = net(input_ids=torch.tensor([ids]), labels=labels).loss * sum(mask[1:])
+        loss = summed / count
+        loss.backward()
+        total += loss.item()
+    return total
+
+
 def warmup(model: str, data: str, out: str, *, epochs: int = 1, learning_rate: float = 2e-5, batch_size: int = 8,
            max_length: int = 1536, seed: int = 0, dtype: str = "auto", force: bool = False,
            config: Optional[str] = None, log: Callable[[str], None] = print) -> WarmupReport:
@@ -158,7 +191,6 @@ def warmup(model: str, data: str, out: str, *, epochs: int = 1, learning_rate: f
     order = list(range(len(encoded)))
     steps = epochs * math.ceil(len(order) / batch_size)
     schedule = torch.optim.lr_scheduler.LambdaLR(optim, lambda s: 1.0 - s / max(steps, 1))
-    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     rng = random.Random(seed)
     started, step, losses, learned = time.perf_counter(), 0, [], 0
     autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision.dtype == "bfloat16")
@@ -166,21 +198,14 @@ def warmup(model: str, data: str, out: str, *, epochs: int = 1, learning_rate: f
         rng.shuffle(order)
         for at in range(0, len(order), batch_size):
             batch = [encoded[i] for i in order[at:at + batch_size]]
-            width = max(len(ids) for ids, _ in batch)
-            ids = torch.tensor([i + [pad] * (width - len(i)) for i, _ in batch])
-            attention = torch.tensor([[1] * len(i) + [0] * (width - len(i)) for i, _ in batch])
-            labels = torch.tensor([[t if m else -100 for t, m in zip(i, k)] + [-100] * (width - len(i))
-                                   for i, k in batch])
-            with autocast:
-                loss = net(input_ids=ids, attention_mask=attention, labels=labels).loss
-            loss.backward()
+            loss = batch_gradients(net, batch, autocast)
             torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
             optim.step()
             schedule.step()
             optim.zero_grad(set_to_none=True)
             step += 1
-            losses.append(loss.item())
-            learned += int((labels != -100).sum())
+            losses.append(loss)
+            learned += sum(sum(mask) for _, mask in batch)
             if step == 1 or step % 5 == 0 or step == steps:
                 log(f"  step {step}/{steps}  loss {losses[-1]:.4f}  {time.perf_counter() - started:.0f}s")
     if out_dir.exists():

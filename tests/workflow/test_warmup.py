@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from agentrl.cli import main
-from agentrl.workflow.warmup import WarmupError, encode, warmup
+from agentrl.workflow.warmup import WarmupError, batch_gradients, encode, warmup
 
 ADD = {"type": "function", "function": {"name": "add", "description": "a + b", "parameters": {
     "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}}}
@@ -47,6 +47,41 @@ def test_only_the_demonstration_is_learned(tiny_demo):
     assert learned == full[len(prompt):] and '"a": 12' in learned and '"b": 30' in learned
     assert mask == sorted(mask)  # the prompt first, then only the answer
     assert tok.decode(ids) == full
+
+
+def test_a_batch_row_by_row_has_the_padded_batchs_loss_and_gradients_with_the_output_layer_on_learned_tokens(
+        tiny_demo):
+    """Rows of different lengths: the loss and every gradient are those of the model's own loss on the batch padded
+    into one tensor, while the model saw one row at a time (no padding) and its output layer only the positions
+    that predict a learned token."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_demo["model_path"])
+    rows = [*ROWS[:3], {**ROWS[3], "messages": [{"role": "user", "content": "Add three and eighty-eight: " * 6}]}]
+    batch = [encode(tok, row, "", 4096, [ADD]) for row in rows]
+    width = max(len(i) for i, _ in batch)
+    ids = torch.tensor([i + [0] * (width - len(i)) for i, _ in batch])
+    attention = torch.tensor([[1] * len(i) + [0] * (width - len(i)) for i, _ in batch])
+    labels = torch.tensor([[t if m else -100 for t, m in zip(i, k)] + [-100] * (width - len(i)) for i, k in batch])
+    net = AutoModelForCausalLM.from_pretrained(tiny_demo["model_path"], dtype=torch.float32)
+    seen = {"model": [], "output layer": []}
+    net.get_output_embeddings().register_forward_hook(lambda _m, a, _o: seen["output layer"].append(a[0].shape[:2]))
+
+    net.zero_grad()
+    theirs = net(input_ids=ids, attention_mask=attention, labels=labels)
+    theirs.loss.backward()
+    their_grads = [p.grad.clone() for p in net.parameters()]
+    net.zero_grad()
+    seen["output layer"].clear()
+    net.register_forward_pre_hook(lambda _m, _a, kw: seen["model"].append(tuple(kw["input_ids"].shape)),
+                                  with_kwargs=True)
+    ours = batch_gradients(net, batch)
+    assert ours == pytest.approx(float(theirs.loss), rel=1e-5)
+    for a, p in zip(their_grads, net.parameters()):
+        torch.testing.assert_close(p.grad, a, rtol=1e-4, atol=1e-6)
+    assert seen["model"] == [(1, len(i)) for i, _ in batch]
+    assert seen["output layer"] == [(1, sum(m[1:])) for _, m in batch]
+    assert sum(m for _, k in batch for m in k) < width * len(batch) / 4  # the prompts are most of the tokens
 
 
 def test_warmup_learns_and_writes_a_folder_transformers_loads(tiny_demo, tmp_path):
