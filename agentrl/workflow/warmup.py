@@ -21,7 +21,6 @@ The compute dtype is the trainer's: bfloat16 autocast where the CPU does bfloat1
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import random
@@ -139,7 +138,9 @@ def batch_gradients(net: Any, batch: list[tuple[list[int], list[int]]], autocast
 
     import torch
 
-    keeps = "logits_to_keep" in inspect.signature(net.forward).parameters
+    from agentrl.verl.cpu.generation import takes_logits_to_keep
+
+    keeps = takes_logits_to_keep(net)
     count = sum(sum(mask[1:]) for _, mask in batch)  # position t predicts token t + 1: the first is never predicted
     total = 0.0
     for ids, mask in batch:

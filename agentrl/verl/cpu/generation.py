@@ -113,16 +113,23 @@ def generate_batch(model: Any, requests: list[Request], pad_id: int, eos_ids: se
     return [Result(out_tokens[i], out_logps[i], reasons[i]) for i in range(n)]
 
 
+def takes_logits_to_keep(model: Any) -> bool:
+    """Whether ``model``'s forward takes ``logits_to_keep`` (transformers' causal LMs do): the vocabulary projection
+    of chosen positions only. The CPU rollout keeps the last one, the warm-up (:mod:`agentrl.workflow.warmup`)
+    those of the answer."""
+    import inspect
+
+    try:
+        return "logits_to_keep" in inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def _last_only(model: Any) -> dict[str, Any]:
     """``logits_to_keep=1`` where the model takes it: the vocabulary projection of the last position only (a
     prefill of 32 prompts of 450 tokens with SmolLM2's 49,152-token vocabulary: 42 s instead of 60 s here, and
     6.9 GB less memory)."""
-    import inspect
-
-    try:
-        return {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
-    except (TypeError, ValueError):
-        return {}
+    return {"logits_to_keep": 1} if takes_logits_to_keep(model) else {}
 
 
 def _prefill(model: Any, input_ids: torch.Tensor, attention: torch.Tensor, position_ids: torch.Tensor,
