@@ -100,3 +100,44 @@ def test_a_group_shares_its_prompt_and_samples_as_if_computed_alone(model, monke
                         o.logits[:, -1, :]))(m(input_ids=i, attention_mask=a, position_ids=p, use_cache=True)))
     alone = generate_batch(model, greedy + [Request([9, 8], 6, temperature=0)], 0, set())
     assert [r.token_ids for r in shared] == [r.token_ids for r in alone]
+
+
+def test_a_batch_whose_cache_outgrows_the_cap_runs_in_sub_batches_groups_whole(model, monkeypatch):
+    """Above the cap (glibc's largest heap block in a real run) a batch runs as sub-batches: each one's key cache
+    at full length within the cap, a prompt's rows together, every result back in its request's place, and greedy
+    tokens those of the whole batch run at once."""
+    from agentrl.verl.cpu import generation
+
+    per_token = generation.kv_bytes_per_token(model)
+    assert per_token == 4 * (32 // 4) * 4  # every attention head (4; the cache has 2) x head_dim 8 x float32
+    prompts = [[1, 2, 3], [4, 5, 6, 7, 8], [9, 10], [11, 12, 13, 14]]
+    requests = [Request(prompts[i % 4], max_tokens=4, temperature=0) for i in range(12)]  # groups interleaved
+    cap = 7000  # 6 rows of the two shortest prompts (6 x 7 x 128 B) fit; 9 rows of 8 tokens (9216 B) do not
+
+    chunks = generation.split_by_cache(requests, per_token, cap)
+    assert sorted(i for c in chunks for i in c) == list(range(12)) and len(chunks) == 2
+    for chunk in chunks:
+        longest = max(len(requests[i].prompt_ids) for i in chunk)
+        assert len(chunk) * (longest + 4) * per_token <= cap
+        for p in {tuple(requests[i].prompt_ids) for i in chunk}:  # every row of a prompt is in this chunk
+            assert {i for i in range(12) if tuple(requests[i].prompt_ids) == p} <= set(chunk)
+    assert generation.split_by_cache(requests, per_token, 10 ** 9) == [list(range(12))]  # within the cap: as is
+    assert generation.split_by_cache(requests[:1], per_token, 1) == [[0]]  # one group above the cap goes whole
+    assert generation.split_by_cache(requests, None, 1) == [list(range(12))]  # size unknown: not split
+
+    whole = [r.token_ids for r in generate_batch(model, requests, 0, set())]
+    seen: list[list[tuple[int, ...]]] = []
+    real = generation.generate_batch
+
+    def recording(model_, batch, *a, **k):
+        seen.append([tuple(r.prompt_ids) for r in batch])
+        return real(model_, batch, *a, **k)
+
+    monkeypatch.setattr(generation, "generate_batch", recording)
+    batcher = Batcher(model, pad_id=0, eos_ids=set(), cache_cap=cap)
+    results = batcher._generate(requests)
+    assert [len(s) for s in seen] == [6, 6] and batcher.sub_batches == 2 and batcher.batches == 1
+    assert [r.token_ids for r in results] == whole
+    seen.clear()
+    assert [r.token_ids for r in Batcher(model, pad_id=0, eos_ids=set())._generate(requests)] == whole
+    assert [len(s) for s in seen] == [12]  # the default cap (32 MiB) holds this batch whole

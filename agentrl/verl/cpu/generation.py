@@ -159,22 +159,79 @@ def _prefill(model: Any, input_ids: torch.Tensor, attention: torch.Tensor, posit
     return past, logits.index_select(0, expand)
 
 
+def kv_bytes_per_token(model: Any) -> int | None:
+    """Bytes one token of one row adds to one layer's keys as attention reads them at a decoding step; None for a
+    model whose config does not say (then batches are not split).
+
+    That is every attention head's, not only the key-value heads' the cache stores: with a padding mask (a
+    left-padded batch) transformers' attention copies the keys and values to every head (``repeat_kv``) at each
+    step, a tensor ``num_attention_heads / num_key_value_heads`` times the cache's (3x for SmolLM2)."""
+    cfg = getattr(model, "config", None)
+    if cfg is not None and hasattr(cfg, "get_text_config"):
+        cfg = cfg.get_text_config()
+    heads = getattr(cfg, "num_attention_heads", None)
+    head_dim = getattr(cfg, "head_dim", None) or (getattr(cfg, "hidden_size", 0) // heads if heads else None)
+    param = next(iter(model.parameters()), None) if hasattr(model, "parameters") else None
+    if not (heads and head_dim and param is not None):
+        return None
+    return int(heads) * int(head_dim) * param.element_size()
+
+
+def split_by_cache(requests: list[Request], per_token: int | None, cap: int) -> list[list[int]]:
+    """The requests' indices in sub-batches whose one-layer keys at full length (rows x (longest prompt + largest
+    budget) x ``per_token``, :func:`kv_bytes_per_token`) stay within ``cap`` bytes, each prompt's rows (a GRPO
+    group) in one sub-batch so that its prompt is still computed once. A batch within ``cap`` stays one, in its
+    order.
+
+    Why: at each step every layer copies its keys and values into new tensors (the cache grows by a token;
+    attention repeats them to every head). Above glibc's largest heap block
+    (:data:`agentrl.malloc.LARGEST_HEAP_BLOCK`, 32 MiB) each copy is a fresh ``mmap`` the kernel zeroes and maps:
+    growing 88 rows' caches of 800 tokens (SmolLM2, float32, 52 MiB a layer) by 32 tokens spent 38 to 70 s of
+    60 to 95 s in the kernel, 2 x 44 rows (26 MiB) 3 s of 26 to 28 s (Intel Xeon, one thread, twice each)."""
+    whole = list(range(len(requests)))
+    if per_token is None or not requests:
+        return [whole]
+
+    def size(rows: list[int]) -> int:
+        longest = max(len(requests[i].prompt_ids) for i in rows)
+        budget = max(requests[i].max_tokens for i in rows)
+        return len(rows) * (longest + budget) * per_token
+
+    if size(whole) <= cap:
+        return [whole]
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, r in enumerate(requests):
+        groups.setdefault(tuple(r.prompt_ids), []).append(i)
+    chunks: list[list[int]] = []
+    for rows in sorted(groups.values(), key=lambda rows: len(requests[rows[0]].prompt_ids)):  # like lengths together
+        if chunks and size(chunks[-1] + rows) <= cap:
+            chunks[-1] += rows
+        else:
+            chunks.append(list(rows))  # a group alone above the cap still goes as one
+    return chunks
+
+
 class Batcher:
     """Collects concurrent requests and runs them as batches on one worker thread.
 
-    Weight updates take the same lock, so a batch never samples from half-updated weights.
+    Weight updates take the same lock, so a batch never samples from half-updated weights. A batch whose KV
+    cache would outgrow glibc's heap runs as sub-batches (:func:`split_by_cache`).
     """
 
-    def __init__(self, model: Any, pad_id: int, eos_ids: set[int], max_batch: int = 64, seed: int = 0):
+    def __init__(self, model: Any, pad_id: int, eos_ids: set[int], max_batch: int = 64, seed: int = 0,
+                 cache_cap: int = malloc.LARGEST_HEAP_BLOCK):
         self.model = model
         self.pad_id = pad_id
         self.eos_ids = eos_ids
         self.max_batch = max_batch
+        self.cache_cap = cache_cap
+        self.kv_per_token = kv_bytes_per_token(model)
         self.lock = threading.Lock()
         self.queue: asyncio.Queue[Request] | None = None
         self.task: asyncio.Task | None = None
         self.generator = torch.Generator().manual_seed(seed)
         self.batches = 0
+        self.sub_batches = 0
         self.sequences = 0
         self.version: Any = 0  # set with each weight update; read under the lock a batch runs under
 
@@ -209,8 +266,14 @@ class Batcher:
         with self.lock:
             self.batches += 1
             self.sequences += len(batch)
+            results: list[Result] = [None] * len(batch)  # type: ignore[list-item]
             try:
-                results = generate_batch(self.model, batch, self.pad_id, self.eos_ids, self.generator)
+                for rows in split_by_cache(batch, self.kv_per_token, self.cache_cap):
+                    self.sub_batches += 1
+                    done = generate_batch(self.model, [batch[i] for i in rows], self.pad_id, self.eos_ids,
+                                          self.generator)
+                    for i, result in zip(rows, done):
+                        results[i] = result
             finally:
                 malloc.release()  # the batch's KV cache back to the system (agentrl.malloc)
             for result in results:  # off-policy runs update weights while rollouts are being generated

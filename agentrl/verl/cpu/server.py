@@ -112,7 +112,8 @@ class CpuRolloutServer:
 
     def stats(self) -> dict[str, int]:
         b = self.batcher
-        return {"batches": b.batches if b else 0, "sequences": b.sequences if b else 0, "weight_syncs": self.weight_syncs}
+        return {"batches": b.batches if b else 0, "sub_batches": b.sub_batches if b else 0,
+                "sequences": b.sequences if b else 0, "weight_syncs": self.weight_syncs}
 
     # The control surface verl calls on every rollout server; the CPU server has no device
     # memory to free or KV cache kept between requests, so these only keep the protocol.
