@@ -25,10 +25,10 @@ import ctypes
 import os
 from typing import Mapping
 
-# glibc's names for these settings, read once at a process's start (mallopt's M_TRIM_THRESHOLD = -1,
-# M_TOP_PAD = -2, M_MMAP_THRESHOLD = -3 set the same in a running process)
 # glibc's largest allowed M_MMAP_THRESHOLD (64-bit): a block above it always gets fresh pages, whatever is set
 LARGEST_HEAP_BLOCK = 32 << 20
+# glibc's names for these settings, read once at a process's start (mallopt's M_TRIM_THRESHOLD = -1,
+# M_TOP_PAD = -2, M_MMAP_THRESHOLD = -3 set the same in a running process)
 SETTINGS = {"MALLOC_TRIM_THRESHOLD_": (-1, 1 << 30), "MALLOC_TOP_PAD_": (-2, 256 << 20),
             "MALLOC_MMAP_THRESHOLD_": (-3, LARGEST_HEAP_BLOCK)}
 _done = False
