@@ -187,7 +187,7 @@ def split_by_cache(requests: list[Request], per_token: int | None, cap: int) -> 
     attention repeats them to every head). Above glibc's largest heap block
     (:data:`agentrl.malloc.LARGEST_HEAP_BLOCK`, 32 MiB) each copy is a fresh ``mmap`` the kernel zeroes and maps.
     ``agentrl eval`` of 64 BFCL rows with SmolLM2 in float32 (the README's CPU rollout figures; Intel Xeon, twice
-    each): whole, 9:00 to 12:36 wall with 457 s in the kernel; in 3 sub-batches, 3:49 to 4:02 with 14 s."""
+    each): whole, 8:59 to 12:36 wall with 457 s in the kernel; in 3 sub-batches, 3:49 to 4:02 with 14 s."""
     whole = list(range(len(requests)))
     if per_token is None or not requests:
         return [whole]
