@@ -28,6 +28,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# the machine's CPU time over the run (/proc/stat, in USER_HZ ticks): busy (user, nice, system, irq, softirq) and all
+cpu_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
+read -r busy0 all0 < <(cpu_ticks)
 started=$SECONDS
 if [ "$vllm" != 0 ]; then
   bash scripts/install.sh --vllm >"$shared/install-vllm.log" 2>&1 &
@@ -61,5 +64,9 @@ wait "$e2e_pid" || status=$((status ? status : $?))
 echo "== tests/e2e ($((SECONDS - started)) s since the suite started)"
 cat "$shared/e2e.log"
 echo "== the suite took $((SECONDS - started)) s"
+read -r busy1 all1 < <(cpu_ticks)
+hz=$(getconf CLK_TCK)
+echo "== the machine's $(nproc) CPUs were busy $(((busy1 - busy0) / hz)) of $(((all1 - all0) / hz)) core-s meanwhile" \
+  "($(((busy1 - busy0) * 100 / (all1 - all0 > 0 ? all1 - all0 : 1)))%; every process on the machine, the suite's and any other)"
 .venv/bin/python scripts/sum_tests.py "${logs[@]}" || status=$((status ? status : 1))
 exit "$status"
